@@ -1,0 +1,132 @@
+"""``hwchaos``: the command line.
+
+Subcommands import their modules lazily so ``hwchaos model`` starts in milliseconds and does
+not need Kafka, Spark or a Docker client to be installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+
+from reference_model.generations import GENERATIONS
+from reference_model.scenario import ScenarioError
+
+
+def _add_overrides(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scenario overrides")
+    g.add_argument("--acks", choices=["0", "1", "all"], help="producer acks")
+    g.add_argument("--min-insync", type=int, help="min.insync.replicas")
+    g.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None,
+                   help="unclean.leader.election.enable")
+    g.add_argument("--rf", type=int, help="replication factor")
+    g.add_argument("--records", type=int, help="records per produce step")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "acks": args.acks,
+        "min_insync": args.min_insync,
+        "unclean": args.unclean,
+        "rf": args.rf,
+        "records": args.records,
+    }
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from harness.scenarios import load_scenario
+    from reference_model.run import format_table, run_scenario
+
+    scenario = load_scenario(args.scenario).with_overrides(**_overrides(args))  # type: ignore[arg-type]
+    result = run_scenario(scenario, args.protocol)
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(format_table(result))
+    return 0
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from harness.explore_cli import main as explore_main
+
+    return explore_main(args)
+
+
+def cmd_passthrough(module: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        import importlib
+
+        mod = importlib.import_module(module)
+        rc: int = mod.main(args.rest)
+        return rc
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hwchaos",
+        description="Chaos-test Kafka's HW / leader-epoch replication against a reference model.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    protocols = list(GENERATIONS)
+
+    p = sub.add_parser("model", help="play a scenario through the reference model")
+    p.add_argument("scenario", help="scenario file (or a name in scenarios/)")
+    p.add_argument("--protocol", choices=protocols, default="kip320")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_overrides(p)
+    p.set_defaults(func=cmd_model)
+
+    p = sub.add_parser("explore", help="exhaustively search crash orderings for violations")
+    p.add_argument("--protocol", choices=protocols, default="hw")
+    p.add_argument("--replicas", type=int, default=2)
+    p.add_argument("--records", type=int, default=2)
+    p.add_argument("--crashes", type=int, default=2, help="process crashes allowed")
+    p.add_argument("--power-losses", type=int, default=0)
+    p.add_argument("--max-depth", type=int, default=0, help="0 = run to exhaustion")
+    p.add_argument("--acks", choices=["0", "1", "all"], default="all")
+    p.add_argument("--min-insync", type=int, default=2)
+    p.add_argument("--unclean", action="store_true")
+    p.add_argument("--delayed-leader-and-isr", action="store_true",
+                   help="let LeaderAndIsr reach brokers late (zombie orderings)")
+    p.add_argument("--no-checkpoint", action="store_true",
+                   help="leave HW checkpoints out of the alphabet")
+    p.add_argument("--split-fetch", action="store_true",
+                   help="fetch request and response as separate events")
+    p.add_argument("--out", default="scenarios/found", help="where counterexamples are written")
+    p.add_argument("--max-counterexamples", type=int, default=5)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explore)
+
+    for name, module, help_ in (
+        ("run", "harness.run_cli", "play a scenario on real brokers and diff against the model"),
+        ("dump", "harness.dump", "print a partition dir like Kafka's DumpLogSegments"),
+        ("analyze", "harness.analysis.cli", "PySpark analysis of a results folder"),
+        ("matrix", "harness.matrix", "scenarios x versions x configs, resumable"),
+        ("advise", "harness.advise", "which failure orderings lose acked writes under settings"),
+    ):
+        p = sub.add_parser(name, help=help_, add_help=False)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+        p.set_defaults(func=cmd_passthrough(module))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    try:
+        rc: int = args.func(args)
+        return rc
+    except ScenarioError as exc:
+        print(f"hwchaos: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hwchaos: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""Events: the small values that move a partition from one state to the next.
+
+Each kind is one thing that happens in a real cluster and that the harness can make happen
+(or wait for) on real brokers. A fetch is split into request and response halves so that
+"the leader saw the fetch but the follower never got the answer" can be written down.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+# kind -> (takes a replica, takes a record, takes a value, one-line meaning)
+KINDS: dict[str, tuple[bool, bool, bool, str]] = {
+    "produce": (False, True, False, "producer sends a record to the leader it knows"),
+    "fetch": (True, False, False, "follower fetch: request and response in one step"),
+    "fetch_request": (True, False, False, "follower sends Fetch; the leader processes it"),
+    "fetch_response": (True, False, False, "the follower processes its outstanding response"),
+    "leader_epoch_request": (
+        True,
+        False,
+        False,
+        "follower runs OffsetsForLeaderEpoch and truncates (epoch generations)",
+    ),
+    "checkpoint": (True, False, False, "broker writes replication-offset-checkpoint"),
+    "flush": (True, False, False, "broker fsyncs the log (recovery point = LEO)"),
+    "crash": (True, False, False, "SIGKILL: the process dies, the page cache survives"),
+    "power_loss": (True, False, False, "machine loses power: unflushed tail is lost"),
+    "clean_shutdown": (True, False, False, "controlled shutdown, flush, checkpoint, stop"),
+    "restart": (True, False, False, "broker starts, reads its checkpoints, registers"),
+    "pause": (True, False, False, "SIGSTOP: alive but silent"),
+    "resume": (True, False, False, "SIGCONT"),
+    "detect": (True, False, False, "controller notices the broker is gone (session expiry)"),
+    "elect": (True, False, False, "controller elects this broker (preferred/forced election)"),
+    "isr_shrink": (True, False, False, "leader drops a lagging follower from the ISR"),
+    "leader_and_isr": (True, False, False, "a held-back LeaderAndIsr reaches the broker"),
+    "stale_checkpoint": (True, False, True, "overwrite replication-offset-checkpoint with HW"),
+}
+
+
+class Event(NamedTuple):
+    """One step. ``replica`` indexes ``Config.brokers`` (-1 = not applicable / default)."""
+
+    kind: str
+    replica: int = -1
+    record: str = ""
+    value: int = -1
+    hold: frozenset[int] = frozenset()  # brokers the resulting LeaderAndIsr is held back from
+    unclean: bool = False  # elect: allow a replica outside the ISR
+
+    def describe(self, brokers: tuple[str, ...]) -> str:
+        """Human form, e.g. ``produce m1``, ``crash B``, ``stale_checkpoint A 0``."""
+        parts = [self.kind]
+        if self.kind == "produce":
+            parts.append(self.record)
+            if self.replica >= 0:
+                parts.append(f"to {brokers[self.replica]}")
+        elif self.replica >= 0:
+            parts.append(brokers[self.replica])
+        if self.value >= 0:
+            parts.append(str(self.value))
+        if self.unclean:
+            parts.append("unclean")
+        if self.hold:
+            parts.append("hold " + ",".join(brokers[i] for i in sorted(self.hold)))
+        return " ".join(parts)

@@ -1,0 +1,305 @@
+"""Scenarios as data: parsing and validating a scenario document (already loaded from YAML).
+
+The model stays pure, so this module takes a mapping and a source name and never opens a
+file; ``harness.scenarios`` does the reading. Every error names the source, the step and what
+is wrong, in one line.
+
+Document shape::
+
+    name: kip101-scenario1
+    description: what it shows
+    fixed_by: kip101              # generation that closes it (informational)
+    brokers: [A, B]               # or omit and give topic.replication_factor
+    leader: B                     # initial leader (default: first broker)
+    topic: {replication_factor: 2, min_insync_replicas: 1, unclean_leader_election: false}
+    producer: {acks: 1}           # 0 | 1 | all
+    steps:
+      - produce: m1               # or {record: m1, to: A}
+      - fetch: A                  # broker, or an alias: leader | followers | all
+      - crash: B
+      - detect: {broker: B, hold: [C]}
+      - stale_checkpoint: {broker: A, hw: 0}
+      - elect: {broker: A, unclean: true}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from reference_model.events import KINDS, Event
+from reference_model.generations import Generation, generation
+from reference_model.state import Config
+
+ALIASES = ("leader", "followers", "all")
+LEADER, FOLLOWERS, ALL = -2, -3, -4
+_ALIAS_INDEX = {"leader": LEADER, "followers": FOLLOWERS, "all": ALL}
+_ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all"}
+
+
+class ScenarioError(ValueError):
+    """A malformed scenario; the message is one line naming file, step and problem."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario: topic/producer settings plus its ordered steps."""
+
+    name: str
+    source: str
+    description: str
+    fixed_by: str
+    brokers: tuple[str, ...]
+    leader: int
+    acks: str
+    min_insync: int
+    unclean: bool
+    steps: tuple[Event, ...]
+    records_per_produce: int = 1
+    raw_steps: tuple[str, ...] = field(default=())  # each step as written, for reports
+
+    def config(self, gen: Generation | str) -> Config:
+        g = generation(gen) if isinstance(gen, str) else gen
+        return Config(self.brokers, g, self.acks, self.min_insync, self.unclean)
+
+    @property
+    def rf(self) -> int:
+        return len(self.brokers)
+
+    def with_overrides(
+        self,
+        *,
+        acks: str | None = None,
+        min_insync: int | None = None,
+        unclean: bool | None = None,
+        rf: int | None = None,
+        records: int | None = None,
+    ) -> Scenario:
+        """Apply command-line overrides (the matrix's config grid).
+
+        A larger replication factor adds passive followers named after the next letters;
+        they stay in the ISR only as long as steps that use ``followers``/``all`` make them
+        fetch. A smaller one is refused if a step names a broker that would disappear.
+        """
+        s = self
+        if acks is not None:
+            s = replace(s, acks=_parse_acks(acks, s.source))
+        if min_insync is not None:
+            s = replace(s, min_insync=min_insync)
+        if unclean is not None:
+            s = replace(s, unclean=unclean)
+        if records is not None:
+            if records < 1:
+                raise ScenarioError(f"{s.source}: records must be >= 1, got {records}")
+            s = replace(s, records_per_produce=records)
+        if rf is not None and rf != len(s.brokers):
+            if not 1 <= rf <= 5:
+                raise ScenarioError(f"{s.source}: replication factor must be 1..5, got {rf}")
+            used = {e.replica for e in s.steps if e.replica >= 0} | {s.leader}
+            if rf < len(s.brokers) and max(used) >= rf:
+                raise ScenarioError(
+                    f"{s.source}: cannot lower replication factor to {rf}: steps name "
+                    f"broker {s.brokers[max(used)]}"
+                )
+            if rf > len(s.brokers):
+                extra = [n for n in _default_names(10) if n not in s.brokers]
+                brokers = s.brokers + tuple(extra[: rf - len(s.brokers)])
+            else:
+                brokers = s.brokers[:rf]
+            s = replace(s, brokers=brokers)
+        if s.min_insync > len(s.brokers):
+            raise ScenarioError(
+                f"{s.source}: min.insync.replicas {s.min_insync} exceeds replication factor "
+                f"{len(s.brokers)}"
+            )
+        return s
+
+
+def _default_names(n: int) -> list[str]:
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+def _parse_acks(value: Any, source: str) -> str:
+    key = str(value).strip().lower()
+    if key not in _ACKS:
+        raise ScenarioError(f"{source}: producer.acks must be 0, 1 or all, got {value!r}")
+    return _ACKS[key]
+
+
+def _broker(value: Any, brokers: tuple[str, ...], where: str, alias_ok: bool = True) -> int:
+    name = str(value)
+    if alias_ok and name in _ALIAS_INDEX:
+        return _ALIAS_INDEX[name]
+    if name not in brokers:
+        extra = f" or one of {', '.join(ALIASES)}" if alias_ok else ""
+        raise ScenarioError(
+            f"{where}: unknown broker {name!r} (brokers: {', '.join(brokers)}{extra})"
+        )
+    return brokers.index(name)
+
+
+def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
+    if not isinstance(raw, Mapping) or len(raw) != 1:
+        raise ScenarioError(f"{where}: a step is a mapping with one key, e.g. 'crash: B'")
+    ((kind, arg),) = raw.items()
+    if kind not in KINDS:
+        valid = ", ".join(sorted(KINDS))
+        raise ScenarioError(f"{where}: unknown event {kind!r} (valid: {valid})")
+    takes_replica, takes_record, takes_value, _ = KINDS[kind]
+    if kind == "produce":
+        if isinstance(arg, Mapping):
+            unknown = set(arg) - {"record", "to"}
+            if unknown or "record" not in arg:
+                raise ScenarioError(f"{where}: produce takes a record id or {{record, to}}")
+            to = _broker(arg["to"], brokers, where, alias_ok=False) if "to" in arg else -1
+            return Event("produce", replica=to, record=str(arg["record"]))
+        if arg is None or isinstance(arg, list | dict) or str(arg).strip() == "":
+            raise ScenarioError(f"{where}: produce needs a record id, e.g. 'produce: m1'")
+        return Event("produce", record=str(arg))
+    hold: frozenset[int] = frozenset()
+    unclean = False
+    value = -1
+    if isinstance(arg, Mapping):
+        allowed = {"broker", "hold", "unclean", "hw"}
+        unknown = set(arg) - allowed
+        if unknown:
+            raise ScenarioError(f"{where}: {kind}: unknown keys {sorted(unknown)}")
+        if "broker" not in arg:
+            raise ScenarioError(f"{where}: {kind}: missing 'broker'")
+        target = _broker(arg["broker"], brokers, where)
+        hold = frozenset(_broker(b, brokers, where, alias_ok=False) for b in arg.get("hold", []))
+        unclean = bool(arg.get("unclean", False))
+        if "hw" in arg:
+            if not takes_value:
+                raise ScenarioError(f"{where}: {kind} takes no 'hw'")
+            value = _int(arg["hw"], where, "hw")
+    elif arg is None:
+        raise ScenarioError(f"{where}: {kind} needs a broker, e.g. '{kind}: B'")
+    else:
+        target = _broker(arg, brokers, where)
+    if takes_value and value < 0:
+        raise ScenarioError(f"{where}: {kind} needs {{broker: X, hw: N}}")
+    if not takes_replica and not takes_record:
+        raise ScenarioError(f"{where}: {kind} takes no argument")
+    return Event(kind, replica=target, value=value, hold=hold, unclean=unclean)
+
+
+def _int(value: Any, where: str, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ScenarioError(f"{where}: {what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def parse_scenario(doc: Any, source: str) -> Scenario:
+    """Validate a loaded scenario document; ``source`` names it in every error."""
+    if not isinstance(doc, Mapping):
+        raise ScenarioError(f"{source}: a scenario is a mapping with 'steps'")
+    known = {"name", "description", "fixed_by", "brokers", "leader", "topic", "producer", "steps"}
+    unknown = set(doc) - known
+    if unknown:
+        raise ScenarioError(f"{source}: unknown top-level keys {sorted(unknown)}")
+    topic = doc.get("topic") or {}
+    producer = doc.get("producer") or {}
+    if not isinstance(topic, Mapping) or not isinstance(producer, Mapping):
+        raise ScenarioError(f"{source}: 'topic' and 'producer' must be mappings")
+    rf = topic.get("replication_factor")
+    if "brokers" in doc:
+        raw = doc["brokers"]
+        if not isinstance(raw, list) or not all(isinstance(b, str) for b in raw):
+            raise ScenarioError(f"{source}: 'brokers' must be a list of names")
+        brokers = tuple(raw)
+        if len(set(brokers)) != len(brokers):
+            raise ScenarioError(f"{source}: duplicate broker names in {list(brokers)}")
+        if rf is not None and rf != len(brokers):
+            raise ScenarioError(
+                f"{source}: topic.replication_factor {rf} != {len(brokers)} brokers listed"
+            )
+    else:
+        if rf is None:
+            raise ScenarioError(f"{source}: give 'brokers' or topic.replication_factor")
+        brokers = tuple(_default_names(_int(rf, source, "topic.replication_factor")))
+    if not 1 <= len(brokers) <= 5:
+        raise ScenarioError(f"{source}: 1 to 5 brokers supported, got {len(brokers)}")
+    for b in brokers:
+        if b in _ALIAS_INDEX:
+            raise ScenarioError(f"{source}: {b!r} is reserved and cannot name a broker")
+    leader = _broker(doc.get("leader", brokers[0]), brokers, source, alias_ok=False)
+    min_insync = _int(topic.get("min_insync_replicas", 1), source, "min_insync_replicas")
+    if not 1 <= min_insync <= len(brokers):
+        raise ScenarioError(
+            f"{source}: min_insync_replicas must be 1..{len(brokers)}, got {min_insync}"
+        )
+    unclean = topic.get("unclean_leader_election", False)
+    if not isinstance(unclean, bool):
+        raise ScenarioError(f"{source}: unclean_leader_election must be true or false")
+    acks = _parse_acks(producer.get("acks", "all"), source)
+    steps_raw = doc.get("steps")
+    if not isinstance(steps_raw, list) or not steps_raw:
+        raise ScenarioError(f"{source}: 'steps' must be a non-empty list")
+    steps = []
+    for k, raw in enumerate(steps_raw, start=1):
+        steps.append(_parse_step(raw, brokers, f"{source}: step {k}"))
+    records = [e.record for e in steps if e.kind == "produce"]
+    dup = {r for r in records if records.count(r) > 1}
+    if dup:
+        raise ScenarioError(f"{source}: record ids must be unique, repeated: {sorted(dup)}")
+    return Scenario(
+        name=str(doc.get("name", source)),
+        source=source,
+        description=str(doc.get("description", "")).strip(),
+        fixed_by=str(doc.get("fixed_by", "")),
+        brokers=brokers,
+        leader=leader,
+        acks=acks,
+        min_insync=min_insync,
+        unclean=unclean,
+        steps=tuple(steps),
+        raw_steps=tuple(_raw_text(r) for r in steps_raw),
+    )
+
+
+def _raw_text(raw: Mapping[str, Any]) -> str:
+    ((kind, arg),) = raw.items()
+    return f"{kind}: {arg}"
+
+
+def to_document(s: Scenario) -> dict[str, Any]:
+    """The inverse of :func:`parse_scenario`: a document ``yaml.safe_dump`` can write."""
+    steps: list[dict[str, Any]] = []
+    for e in s.steps:
+        if e.kind == "produce":
+            steps.append(
+                {"produce": {"record": e.record, "to": s.brokers[e.replica]}}
+                if e.replica >= 0
+                else {"produce": e.record}
+            )
+            continue
+        name = s.brokers[e.replica] if e.replica >= 0 else ALIASES[-2 - e.replica]
+        if e.hold or e.unclean or e.value >= 0:
+            arg: dict[str, Any] = {"broker": name}
+            if e.hold:
+                arg["hold"] = [s.brokers[i] for i in sorted(e.hold)]
+            if e.unclean:
+                arg["unclean"] = True
+            if e.value >= 0:
+                arg["hw"] = e.value
+            steps.append({e.kind: arg})
+        else:
+            steps.append({e.kind: name})
+    doc: dict[str, Any] = {
+        "name": s.name,
+        "description": s.description,
+        "brokers": list(s.brokers),
+        "leader": s.brokers[s.leader],
+        "topic": {
+            "replication_factor": len(s.brokers),
+            "min_insync_replicas": s.min_insync,
+            "unclean_leader_election": s.unclean,
+        },
+        "producer": {"acks": s.acks},
+        "steps": steps,
+    }
+    if s.fixed_by:
+        doc["fixed_by"] = s.fixed_by
+    return doc

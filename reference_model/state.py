@@ -1,0 +1,146 @@
+"""Immutable state of one partition: replicas, controller, in-flight fetches, producer.
+
+Everything is a ``NamedTuple`` of ints, strings, tuples and frozensets, so a state is
+hashable (the explorer deduplicates on it), cheap to copy with ``_replace`` and easy to print.
+Replicas are addressed by index into ``Config.brokers``; names appear only at the edges.
+
+Why the broker's own view (``role``, ``leader``, ``epoch``, ``isr``) is kept apart from the
+controller's: the anomalies live in the gap between them (a follower that has not yet heard of
+a new epoch, a leader that no longer is one), so the model must be able to hold both.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from reference_model.generations import Generation
+
+NO_LEADER = -1
+UNDEFINED = -1
+
+# Write statuses, as the producer sees them.
+SENT = "sent"  # acks=0: handed to the network, no acknowledgement ever comes
+PENDING = "pending"  # acks=all, appended, waiting for the HW to pass it
+ACKED = "acked"
+REFUSED = "refused"  # NotEnoughReplicas before append
+FAILED = "failed"  # NotLeader / timeout / NotEnoughReplicasAfterAppend
+
+
+class LogEntry(NamedTuple):
+    """One record in a replica's log; its offset is its index in the log tuple."""
+
+    epoch: int  # leader epoch of the batch that wrote it (partitionLeaderEpoch)
+    record: str  # record id
+
+
+class Replica(NamedTuple):
+    """One broker's replica of the partition, plus that broker's view of who leads."""
+
+    log: tuple[LogEntry, ...] = ()
+    hw: int = 0  # in-memory high watermark
+    checkpoint_hw: int = 0  # replication-offset-checkpoint: what a restart reads back
+    flushed: int = 0  # recovery point: the prefix that survives a power loss
+    epochs: tuple[tuple[int, int], ...] = ()  # leader-epoch-checkpoint: (epoch, start_offset)
+    alive: bool = True
+    paused: bool = False  # SIGSTOP: alive but answers nothing
+    halted: bool = False  # the broker stopped itself rather than truncate
+    role: str = "follower"  # leader | follower | none (no LeaderAndIsr since start)
+    leader: int = NO_LEADER  # leader according to the last LeaderAndIsr it processed
+    epoch: int = 0  # leader epoch according to that LeaderAndIsr
+    isr: frozenset[int] = frozenset()  # ISR as this broker knows it (used when leading)
+    needs_truncation: bool = False  # follower must run OffsetsForLeaderEpoch before fetching
+    remote_leo: tuple[int, ...] = ()  # leader only: fetch offset each follower last sent
+
+    @property
+    def leo(self) -> int:
+        """Log end offset: the offset the next record gets."""
+        return len(self.log)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.epochs[-1][0] if self.epochs else UNDEFINED
+
+
+class Controller(NamedTuple):
+    """The controller's view, i.e. what ZooKeeper (or KRaft) holds for the partition."""
+
+    leader: int
+    epoch: int
+    isr: frozenset[int]
+    live: frozenset[int]  # brokers the controller believes alive (registered sessions)
+    pending: frozenset[int] = frozenset()  # LeaderAndIsr sent but not yet processed
+    held: frozenset[int] = frozenset()  # brokers whose LeaderAndIsr is delayed in the network
+
+
+class FetchResponse(NamedTuple):
+    """A fetch response on the wire: sent by ``leader`` but not yet processed."""
+
+    leader: int
+    leader_epoch: int
+    fetch_offset: int
+    entries: tuple[LogEntry, ...]
+    hw: int
+
+
+class Write(NamedTuple):
+    """One produce request as the producer saw it."""
+
+    record: str
+    status: str
+    offset: int = UNDEFINED
+    leader: int = NO_LEADER
+    epoch: int = UNDEFINED
+
+
+class PartitionState(NamedTuple):
+    replicas: tuple[Replica, ...]
+    controller: Controller
+    inflight: tuple[FetchResponse | None, ...]  # per follower: its outstanding response
+    writes: tuple[Write, ...] = ()
+    crashes: int = 0  # faults injected so far (the explorer bounds them)
+    power_losses: int = 0
+
+
+class Config(NamedTuple):
+    """Static settings of a run: topic, producer and protocol generation."""
+
+    brokers: tuple[str, ...]
+    generation: Generation
+    acks: str = "all"  # "0" | "1" | "all"
+    min_insync: int = 1
+    unclean: bool = False  # unclean.leader.election.enable
+
+    def index(self, name: str) -> int:
+        try:
+            return self.brokers.index(name)
+        except ValueError:
+            raise ValueError(
+                f"unknown broker {name!r} (brokers: {', '.join(self.brokers)})"
+            ) from None
+
+
+def initial_state(config: Config, leader: int = 0) -> PartitionState:
+    """A freshly created partition: every replica in the ISR, empty logs, epoch 0."""
+    n = len(config.brokers)
+    everyone = frozenset(range(n))
+    reps = []
+    for i in range(n):
+        is_leader = i == leader
+        epochs: tuple[tuple[int, int], ...] = ()
+        if is_leader and config.generation.assign_epoch_on_leader:
+            epochs = ((0, 0),)
+        reps.append(
+            Replica(
+                epochs=epochs,
+                role="leader" if is_leader else "follower",
+                leader=leader,
+                epoch=0,
+                isr=everyone,
+                remote_leo=(0,) * n,
+            )
+        )
+    return PartitionState(
+        replicas=tuple(reps),
+        controller=Controller(leader=leader, epoch=0, isr=everyone, live=everyone),
+        inflight=(None,) * n,
+    )

@@ -1,0 +1,579 @@
+"""The transition function: ``apply(config, state, event) -> (state, note)``.
+
+Pure: no I/O, clocks or randomness. An event that cannot take effect (a fetch to a dead
+leader, a produce to a broker that is no longer leader) returns the state unchanged, or with
+the producer's failure recorded, plus a note naming the Kafka error, so a scenario reads
+like a broker log and the explorer can prune no-op steps.
+
+Rules follow BACKGROUND.md; the ZooKeeper-mode controller behaviour follows
+``KafkaController`` of 0.10-2.x: it bumps the leader epoch on every election and whenever it
+removes a dead broker from the ISR; the leader's own ISR shrink/expand does not bump it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from reference_model import epochs as ec
+from reference_model.events import Event
+from reference_model.state import (
+    ACKED,
+    FAILED,
+    NO_LEADER,
+    PENDING,
+    REFUSED,
+    SENT,
+    UNDEFINED,
+    Config,
+    Controller,
+    FetchResponse,
+    LogEntry,
+    PartitionState,
+    Replica,
+    Write,
+)
+
+Outcome = tuple[PartitionState, str]
+OK = ""
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _with(st: PartitionState, i: int, rep: Replica) -> PartitionState:
+    reps = list(st.replicas)
+    reps[i] = rep
+    return st._replace(replicas=tuple(reps))
+
+
+def _set_inflight(st: PartitionState, i: int, resp: FetchResponse | None) -> PartitionState:
+    inf = list(st.inflight)
+    inf[i] = resp
+    return st._replace(inflight=tuple(inf))
+
+
+def _reachable(rep: Replica) -> bool:
+    return rep.alive and not rep.paused
+
+
+def truncate(rep: Replica, offset: int) -> Replica:
+    """Log.truncateTo: cut the log, HW, recovery point and epoch cache back to ``offset``."""
+    if offset >= len(rep.log):
+        return rep
+    return rep._replace(
+        log=rep.log[:offset],
+        hw=min(rep.hw, offset),
+        flushed=min(rep.flushed, offset),
+        epochs=ec.truncate_from_end(rep.epochs, offset),
+    )
+
+
+def _append(cfg: Config, rep: Replica, entries: tuple[LogEntry, ...]) -> Replica:
+    """Append entries; v2 batches also extend the leader-epoch cache (assign on append)."""
+    epochs = rep.epochs
+    if cfg.generation.epoch_in_log:
+        offset = len(rep.log)
+        for e in entries:
+            if not epochs or e.epoch > epochs[-1][0]:
+                epochs = ec.assign(epochs, e.epoch, offset)
+            offset += 1
+    return rep._replace(log=rep.log + entries, epochs=epochs)
+
+
+def _leader_hw(rep: Replica, me: int) -> Replica:
+    """Leader HW = max(HW, min(LEO of every ISR member, its own included))."""
+    low = len(rep.log)
+    for j in rep.isr:
+        if j != me:
+            rl = rep.remote_leo[j]
+            if rl < low:
+                low = rl
+    return rep._replace(hw=low) if low > rep.hw else rep
+
+
+def _complete_writes(cfg: Config, st: PartitionState) -> PartitionState:
+    """Answer acks=all produce requests whose offset the leader's HW has passed.
+
+    Like ``Partition.checkEnoughReplicasReachOffset``: acknowledged only if the ISR still
+    has min.insync.replicas members, else NotEnoughReplicasAfterAppend.
+    """
+    if not any(w.status == PENDING for w in st.writes):
+        return st
+    writes = list(st.writes)
+    changed = False
+    for k, w in enumerate(writes):
+        if w.status != PENDING:
+            continue
+        rep = st.replicas[w.leader]
+        if rep.role == "leader" and rep.epoch == w.epoch and rep.hw > w.offset:
+            ok = len(rep.isr) >= cfg.min_insync
+            writes[k] = w._replace(status=ACKED if ok else FAILED)
+            changed = True
+    return st._replace(writes=tuple(writes)) if changed else st
+
+
+def _fail_pending(st: PartitionState, leader: int) -> PartitionState:
+    """A leader that dies or steps down fails its delayed produce requests."""
+    if not any(w.status == PENDING and w.leader == leader for w in st.writes):
+        return st
+    return st._replace(
+        writes=tuple(
+            w._replace(status=FAILED) if w.status == PENDING and w.leader == leader else w
+            for w in st.writes
+        )
+    )
+
+
+# ---------------------------------------------------------------- LeaderAndIsr handling
+
+
+def _process_leader_and_isr(cfg: Config, st: PartitionState, i: int) -> PartitionState:
+    """Broker ``i`` applies the controller's current LeaderAndIsr (becomeLeaderOrFollower)."""
+    ctrl = st.controller
+    rep = st.replicas[i]
+    n = len(st.replicas)
+    if ctrl.leader == i:
+        is_new_leader = rep.role != "leader"
+        rep = rep._replace(role="leader", leader=i, epoch=ctrl.epoch, isr=ctrl.isr)
+        rep = rep._replace(needs_truncation=False)
+        if is_new_leader:
+            rep = rep._replace(remote_leo=(0,) * n)
+        if cfg.generation.assign_epoch_on_leader:
+            rep = rep._replace(epochs=ec.assign(rep.epochs, ctrl.epoch, len(rep.log)))
+        st = _with(st, i, _leader_hw(rep, i))
+        return _complete_writes(cfg, st)
+    leader_changed = not (rep.role == "follower" and rep.leader == ctrl.leader)
+    if rep.role == "leader":
+        st = _fail_pending(st, i)
+    rep = rep._replace(role="follower", leader=ctrl.leader, epoch=ctrl.epoch, isr=ctrl.isr)
+    if leader_changed and ctrl.leader != NO_LEADER:
+        if cfg.generation.epoch_truncation:
+            rep = rep._replace(needs_truncation=True)
+        else:
+            rep = truncate(rep, rep.hw)  # pre-0.11: makeFollowers truncates to the HW
+    return _with(st, i, rep)
+
+
+def _deliver(cfg: Config, st: PartitionState) -> PartitionState:
+    """Every pending LeaderAndIsr that can be processed now is processed, leader first."""
+    ctrl = st.controller
+    if not ctrl.pending:
+        return st
+    order = sorted(ctrl.pending, key=lambda j: (j != ctrl.leader, j))
+    still: set[int] = set()
+    for j in order:
+        rep = st.replicas[j]
+        if not rep.alive:
+            continue  # a dead broker hears the current state when it restarts
+        if rep.paused or j in ctrl.held:
+            still.add(j)
+            continue
+        st = _process_leader_and_isr(cfg, st, j)
+    return st._replace(controller=st.controller._replace(pending=frozenset(still)))
+
+
+def _broadcast(st: PartitionState, ctrl: Controller, hold: frozenset[int]) -> PartitionState:
+    """The controller sends its new decision to every broker it believes alive."""
+    return st._replace(
+        controller=ctrl._replace(pending=ctrl.live, held=ctrl.held | (hold & ctrl.live))
+    )
+
+
+def _elect(cfg: Config, ctrl: Controller, live: frozenset[int]) -> Controller | None:
+    """OfflinePartitionLeaderSelector: first live ISR member; else, if allowed, any live one."""
+    n = len(cfg.brokers)
+    for j in range(n):
+        if j in live and j in ctrl.isr:
+            return ctrl._replace(leader=j, epoch=ctrl.epoch + 1, isr=ctrl.isr & live, live=live)
+    if cfg.unclean:
+        for j in range(n):
+            if j in live:
+                return ctrl._replace(
+                    leader=j, epoch=ctrl.epoch + 1, isr=frozenset({j}), live=live
+                )
+    return None
+
+
+# -------------------------------------------------------------------------- producer
+
+
+def _produce(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    target = ev.replica if ev.replica >= 0 else st.controller.leader
+    records = ev.record.split(",")
+
+    def fail(status: str, note: str) -> Outcome:
+        ws = tuple(Write(r, status) for r in records)
+        return st._replace(writes=st.writes + ws), note
+
+    if target == NO_LEADER:
+        return fail(FAILED, "no leader: partition offline (LEADER_NOT_AVAILABLE)")
+    rep = st.replicas[target]
+    name = cfg.brokers[target]
+    if not _reachable(rep):
+        return fail(FAILED, f"{name} unreachable (request timed out)")
+    if rep.role != "leader":
+        return fail(FAILED, f"{name} is not leader (NOT_LEADER_FOR_PARTITION)")
+    if cfg.acks == "all" and len(rep.isr) < cfg.min_insync:
+        return fail(REFUSED, f"ISR {len(rep.isr)} < min.insync.replicas (NOT_ENOUGH_REPLICAS)")
+    base = len(rep.log)
+    entries = tuple(LogEntry(rep.epoch, r) for r in records)
+    rep = _leader_hw(_append(cfg, rep, entries), target)
+    status = {"0": SENT, "1": ACKED}.get(cfg.acks, PENDING)
+    ws = tuple(Write(r, status, base + k, target, rep.epoch) for k, r in enumerate(records))
+    st = _with(st, target, rep)._replace(writes=st.writes + ws)
+    return _complete_writes(cfg, st), OK
+
+
+# ---------------------------------------------------------------------------- fetching
+
+
+def _offsets_for_leader_epoch(cfg: Config, st: PartitionState, f: int) -> Outcome:
+    """Follower ``f`` truncates by asking its leader OffsetsForLeaderEpoch (KIP-101/279)."""
+    gen = cfg.generation
+    rep = st.replicas[f]
+    lead = st.replicas[rep.leader]
+    lname = cfg.brokers[rep.leader]
+    if not _reachable(lead):
+        return st, f"leader {lname} unreachable: truncation waits"
+    if lead.role != "leader":
+        return st, f"{lname} is not leader (NOT_LEADER_FOR_PARTITION): truncation waits"
+    if gen.fencing and rep.epoch != lead.epoch:
+        err = "FENCED_LEADER_EPOCH" if rep.epoch < lead.epoch else "UNKNOWN_LEADER_EPOCH"
+        return st, f"OffsetsForLeaderEpoch {err}: truncation waits"
+    if not rep.epochs:
+        target = rep.hw
+        note = f"no epoch in cache: truncate to HW {target}"
+    else:
+        requested = rep.latest_epoch
+        if gen.epoch_walkback and requested > lead.epoch:
+            return st, f"leader {lname} does not know epoch {requested} yet: truncation waits"
+        target = -1
+        note = ""
+        for _ in range(len(rep.epochs) + 1):
+            l_epoch, l_end = ec.end_offset_for(gen, lead.epochs, len(lead.log), requested)
+            if l_epoch == UNDEFINED:
+                target, note = rep.hw, f"epoch {requested} unknown to leader: truncate to HW"
+                break
+            if not gen.epoch_walkback:
+                target = min(l_end, len(rep.log))
+                note = f"leader: epoch {requested} ends at {l_end}"
+                break
+            f_epoch, f_end = ec.end_offset_for(gen, rep.epochs, len(rep.log), l_epoch)
+            if f_epoch == l_epoch or f_epoch == UNDEFINED:
+                target = min(l_end, len(rep.log) if f_epoch == UNDEFINED else f_end)
+                note = f"leader: epoch {l_epoch} ends at {l_end}"
+                break
+            rep = truncate(rep, f_end)  # KIP-279: step back to our own older epoch, ask again
+            requested = f_epoch
+        note = f"OffsetsForLeaderEpoch: {note}; truncate to {target}"
+    rep = truncate(rep, target)._replace(needs_truncation=False)
+    return _with(st, f, rep), note
+
+
+def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    f = ev.replica
+    rep = st.replicas[f]
+    name = cfg.brokers[f]
+    if not _reachable(rep):
+        return st, f"{name} is down"
+    if rep.role != "follower" or rep.leader == NO_LEADER:
+        return st, f"{name} is not following anyone"
+    if st.inflight[f] is not None:
+        return st, f"{name} already has a fetch outstanding"
+    l_idx = rep.leader
+    lead = st.replicas[l_idx]
+    lname = cfg.brokers[l_idx]
+    if not _reachable(lead):
+        return st, f"leader {lname} unreachable"
+    note = OK
+    if rep.needs_truncation:
+        st, note = _offsets_for_leader_epoch(cfg, st, f)
+        rep = st.replicas[f]
+        if rep.needs_truncation:
+            return st, note
+    if lead.role != "leader":
+        return st, f"{lname} is not leader (NOT_LEADER_FOR_PARTITION)"
+    if cfg.generation.fencing and rep.epoch != lead.epoch:
+        err = "FENCED_LEADER_EPOCH" if rep.epoch < lead.epoch else "UNKNOWN_LEADER_EPOCH"
+        return st, f"fetch refused: {err}"
+    fetch_offset = len(rep.log)
+    if fetch_offset > len(lead.log):
+        # ReplicaFetcherThread.handleOffsetOutOfRange: the follower is ahead of the leader.
+        if not cfg.unclean:
+            rep = rep._replace(alive=False, halted=True, role="none")
+            st = _with(st, f, rep)
+            return st, f"{name} halted: log truncation is not allowed (unclean election off)"
+        st = _with(st, f, truncate(rep, len(lead.log)))
+        return st, f"OffsetOutOfRange: {name} truncates to leader LEO {len(lead.log)}"
+    remote = list(lead.remote_leo)
+    remote[f] = fetch_offset
+    lead = lead._replace(remote_leo=tuple(remote))
+    ctrl = st.controller
+    if (
+        f not in lead.isr
+        and fetch_offset >= lead.hw
+        and ctrl.leader == l_idx
+        and ctrl.epoch == lead.epoch
+    ):
+        # Partition.maybeExpandIsr: the follower caught up to the HW; the leader writes the
+        # new ISR to ZooKeeper (a stale leader's conditional update would fail).
+        lead = lead._replace(isr=lead.isr | {f})
+        st = st._replace(controller=ctrl._replace(isr=lead.isr))
+    lead = _leader_hw(lead, l_idx)
+    resp = FetchResponse(l_idx, lead.epoch, fetch_offset, lead.log[fetch_offset:], lead.hw)
+    st = _set_inflight(_with(st, l_idx, lead), f, resp)
+    return _complete_writes(cfg, st), note
+
+
+def _fetch_response(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    f = ev.replica
+    resp = st.inflight[f]
+    rep = st.replicas[f]
+    name = cfg.brokers[f]
+    if resp is None:
+        return st, f"{name} has no fetch outstanding"
+    if not _reachable(rep):
+        return st, f"{name} is down"
+    st = _set_inflight(st, f, None)
+    if rep.role != "follower" or rep.leader != resp.leader:
+        return st, f"response from {cfg.brokers[resp.leader]} dropped: no longer its follower"
+    if cfg.generation.fencing and rep.epoch != resp.leader_epoch:
+        return st, f"response from epoch {resp.leader_epoch} dropped (now {rep.epoch})"
+    if resp.fetch_offset != len(rep.log):
+        return st, "response dropped: fetch offset moved"
+    rep = _append(cfg, rep, resp.entries)
+    rep = rep._replace(hw=min(resp.hw, len(rep.log)))
+    return _with(st, f, rep), OK
+
+
+def _fetch(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    st, note = _fetch_request(cfg, st, ev)
+    if st.inflight[ev.replica] is None:
+        return st, note
+    st, note2 = _fetch_response(cfg, st, ev)
+    return st, "; ".join(n for n in (note, note2) if n)
+
+
+def _leader_epoch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    name = cfg.brokers[ev.replica]
+    if not cfg.generation.epoch_truncation:
+        return st, "no OffsetsForLeaderEpoch before 0.11 (truncated to HW on becoming follower)"
+    if not _reachable(rep) or not rep.needs_truncation:
+        return st, f"{name} has no truncation pending"
+    return _offsets_for_leader_epoch(cfg, st, ev.replica)
+
+
+# ------------------------------------------------------------------- disk and process
+
+
+def _checkpoint(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    if not rep.alive:
+        return st, f"{cfg.brokers[ev.replica]} is down"
+    return _with(st, ev.replica, rep._replace(checkpoint_hw=rep.hw)), OK
+
+
+def _flush(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    if not rep.alive:
+        return st, f"{cfg.brokers[ev.replica]} is down"
+    return _with(st, ev.replica, rep._replace(flushed=len(rep.log))), OK
+
+
+def _stale_checkpoint(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    return _with(st, ev.replica, rep._replace(checkpoint_hw=ev.value)), OK
+
+
+def _kill(st: PartitionState, i: int, rep: Replica) -> PartitionState:
+    """The process is gone: its outstanding fetch and delayed produce requests with it."""
+    rep = rep._replace(alive=False, paused=False, role="none")
+    st = _set_inflight(_with(st, i, rep), i, None)
+    return _fail_pending(st, i)
+
+
+def _crash(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    if not rep.alive:
+        return st, f"{cfg.brokers[ev.replica]} is already down"
+    st = _kill(st, ev.replica, rep)
+    return st._replace(crashes=st.crashes + 1), OK
+
+
+def _power_loss(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    lost = len(rep.log) - rep.flushed
+    rep = truncate(rep, rep.flushed)
+    st = _kill(st, ev.replica, rep) if rep.alive else _with(st, ev.replica, rep)
+    return st._replace(power_losses=st.power_losses + 1), f"unflushed tail lost: {lost} records"
+
+
+def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    i = ev.replica
+    rep = st.replicas[i]
+    if rep.alive:
+        return st, f"{cfg.brokers[i]} is already running"
+    n = len(st.replicas)
+    leo = len(rep.log)
+    rep = rep._replace(
+        alive=True,
+        paused=False,
+        halted=False,
+        hw=min(rep.checkpoint_hw, leo),
+        epochs=ec.truncate_from_end(rep.epochs, leo),
+        role="none",
+        leader=NO_LEADER,
+        needs_truncation=False,
+        remote_leo=(0,) * n,
+    )
+    return _register(cfg, _with(st, i, rep), i, ev.hold)
+
+
+def _register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
+    """onBrokerStartup: the controller hears the broker; an offline partition may elect it."""
+    ctrl = st.controller
+    live = ctrl.live | {i}
+    ctrl = ctrl._replace(live=live)
+    if ctrl.leader == NO_LEADER:
+        elected = _elect(cfg, ctrl, live)
+        if elected is not None:
+            st = _broadcast(st, elected, hold)
+            return _deliver(cfg, st), f"controller elects {cfg.brokers[elected.leader]}"
+    held = ctrl.held | ({i} if i in hold else frozenset())
+    st = st._replace(controller=ctrl._replace(pending=ctrl.pending | {i}, held=held))
+    return _deliver(cfg, st), OK
+
+
+def _pause(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    rep = st.replicas[ev.replica]
+    if not _reachable(rep):
+        return st, f"{cfg.brokers[ev.replica]} is not running"
+    return _with(st, ev.replica, rep._replace(paused=True)), OK
+
+
+def _resume(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    i = ev.replica
+    rep = st.replicas[i]
+    if not rep.paused:
+        return st, f"{cfg.brokers[i]} is not paused"
+    st = _with(st, i, rep._replace(paused=False))
+    if i not in st.controller.live:
+        return _register(cfg, st, i, ev.hold)  # its session expired: it registers again
+    return _deliver(cfg, st), OK
+
+
+def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """Controlled shutdown: leadership moves, the broker flushes and checkpoints, then stops."""
+    i = ev.replica
+    rep = st.replicas[i]
+    if not _reachable(rep):
+        return st, f"{cfg.brokers[i]} is not running"
+    rep = rep._replace(flushed=len(rep.log), checkpoint_hw=rep.hw)
+    st = _kill(st, i, rep)
+    st, note = _controller_failure(cfg, st, i, ev.hold)
+    return st._replace(crashes=st.crashes + 1), note
+
+
+# ------------------------------------------------------------------------- controller
+
+
+def _controller_failure(
+    cfg: Config, st: PartitionState, i: int, hold: frozenset[int]
+) -> Outcome:
+    """onBrokerFailure: elect a new leader if ``i`` led, else drop ``i`` from the ISR."""
+    ctrl = st.controller
+    live = ctrl.live - {i}
+    ctrl = ctrl._replace(live=live)
+    name = cfg.brokers[i]
+    if ctrl.leader == i:
+        elected = _elect(cfg, ctrl._replace(isr=ctrl.isr - {i}), live)
+        if elected is not None:
+            kind = "unclean " if elected.leader not in ctrl.isr else ""
+            note = f"controller: {name} failed, {kind}elects {cfg.brokers[elected.leader]}"
+            return _deliver(cfg, _broadcast(st, elected, hold)), note
+        isr = ctrl.isr - {i}
+        if not isr and not cfg.unclean:
+            isr = ctrl.isr  # the last ISR member is kept so it can come back
+        ctrl = ctrl._replace(leader=NO_LEADER, epoch=ctrl.epoch + 1, isr=isr)
+        note = f"controller: {name} failed, no eligible leader: partition offline"
+        return _deliver(cfg, _broadcast(st, ctrl, hold)), note
+    if i in ctrl.isr and len(ctrl.isr) > 1:
+        ctrl = ctrl._replace(isr=ctrl.isr - {i}, epoch=ctrl.epoch + 1)
+        st = _broadcast(st, ctrl, hold)
+        return _deliver(cfg, st), f"controller: {name} failed, removed from ISR"
+    return st._replace(controller=ctrl), f"controller: {name} failed"
+
+
+def _detect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    i = ev.replica
+    if i not in st.controller.live:
+        return st, f"controller already considers {cfg.brokers[i]} dead"
+    if _reachable(st.replicas[i]):
+        return st, f"{cfg.brokers[i]} is alive: its session does not expire"
+    return _controller_failure(cfg, st, i, ev.hold)
+
+
+def _elect_event(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    i = ev.replica
+    ctrl = st.controller
+    name = cfg.brokers[i]
+    if ctrl.leader == i:
+        return st, f"{name} already leads"
+    if i not in ctrl.live:
+        return st, f"controller considers {name} dead: cannot elect it"
+    if i not in ctrl.isr and not ev.unclean:
+        return st, f"{name} is not in the ISR: clean election refused"
+    isr = ctrl.isr & ctrl.live | {i} if i in ctrl.isr else frozenset({i})
+    ctrl = ctrl._replace(leader=i, epoch=ctrl.epoch + 1, isr=isr)
+    return _deliver(cfg, _broadcast(st, ctrl, ev.hold)), f"controller elects {name}"
+
+
+def _isr_shrink(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    f = ev.replica
+    ctrl = st.controller
+    if ctrl.leader == NO_LEADER:
+        return st, "no leader"
+    lead = st.replicas[ctrl.leader]
+    if not _reachable(lead) or lead.role != "leader" or lead.epoch != ctrl.epoch:
+        return st, "the leader cannot update the ISR"
+    if f == ctrl.leader or f not in lead.isr:
+        return st, f"{cfg.brokers[f]} is not a follower in the ISR"
+    lead = _leader_hw(lead._replace(isr=lead.isr - {f}), ctrl.leader)
+    st = _with(st, ctrl.leader, lead)._replace(controller=ctrl._replace(isr=lead.isr))
+    return _complete_writes(cfg, st), OK
+
+
+def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    i = ev.replica
+    ctrl = st.controller
+    if i not in ctrl.held:
+        return st, f"no LeaderAndIsr held back from {cfg.brokers[i]}"
+    st = st._replace(controller=ctrl._replace(held=ctrl.held - {i}))
+    return _deliver(cfg, st), OK
+
+
+HANDLERS: dict[str, Callable[[Config, PartitionState, Event], Outcome]] = {
+    "produce": _produce,
+    "fetch": _fetch,
+    "fetch_request": _fetch_request,
+    "fetch_response": _fetch_response,
+    "leader_epoch_request": _leader_epoch_request,
+    "checkpoint": _checkpoint,
+    "flush": _flush,
+    "crash": _crash,
+    "power_loss": _power_loss,
+    "clean_shutdown": _clean_shutdown,
+    "restart": _restart,
+    "pause": _pause,
+    "resume": _resume,
+    "detect": _detect,
+    "elect": _elect_event,
+    "isr_shrink": _isr_shrink,
+    "leader_and_isr": _leader_and_isr,
+    "stale_checkpoint": _stale_checkpoint,
+}
+
+
+def apply(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """Apply one event. Returns the new state and a note (empty when nothing went wrong)."""
+    return HANDLERS[ev.kind](cfg, st, ev)

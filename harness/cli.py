@@ -98,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fetch request and response as separate events")
     p.add_argument("--out", default="scenarios/found", help="where counterexamples are written")
     p.add_argument("--max-counterexamples", type=int, default=5)
+    p.add_argument("--max-states", type=int, default=0, help="stop after N states (0 = none)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explore)
 

@@ -58,21 +58,33 @@ class RunResult:
         return [w.record for w in self.final.writes if w.status == ACKED]
 
     def lost_steps(self) -> dict[str, int]:
-        """For each lost write, the step after which the effective leader lost it for good."""
+        """For each lost write, the step that caused the loss.
+
+        That is the step after which the final leader no longer held the record (the
+        truncation, in KIP-101 scenario 1); if the final leader never held it, the step after
+        which the leader of the moment stopped holding it (the election of a replica that
+        lacks it).
+        """
         out: dict[str, int] = {}
         lost = set(self.lost_acked)
+        final_leader = verdict.effective_leader(self.final)
         for w in self.final.writes:
             if w.record not in lost:
                 continue
-            last_present = 0
+            on_final = on_current = -1
             for step in self.steps:
                 lead = verdict.effective_leader(step.state)
-                if lead == NO_LEADER:
-                    continue
-                log = step.state.replicas[lead].log
-                if w.offset < len(log) and log[w.offset].record == w.record:
-                    last_present = step.index
-            out[w.record] = min(last_present + 1, len(self.steps) - 1)
+                for who, is_final in ((final_leader, True), (lead, False)):
+                    if who == NO_LEADER:
+                        continue
+                    log = step.state.replicas[who].log
+                    if w.offset < len(log) and log[w.offset].record == w.record:
+                        if is_final:
+                            on_final = step.index
+                        else:
+                            on_current = step.index
+            last = on_final if on_final >= 0 else on_current
+            out[w.record] = min(last + 1, len(self.steps) - 1)
         return out
 
     def log_epoch(self, epoch: int) -> int:

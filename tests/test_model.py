@@ -1,0 +1,149 @@
+"""The reference model pinned against the outcomes BACKGROUND.md and KIP-101 describe."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.scenarios import SCENARIO_DIR, load_scenario
+from reference_model.events import Event
+from reference_model.generations import GENERATIONS, generation
+from reference_model.run import run_scenario
+from reference_model.state import Config, initial_state
+from reference_model.transitions import apply
+
+ALL_GENS = list(GENERATIONS)
+EPOCH_GENS = ["kip101", "kip279", "kip320"]
+
+
+def records(result_json: dict, name: str) -> list[str]:
+    return [e["record"] for e in result_json["replicas"][name]]
+
+
+@pytest.mark.parametrize("gen", ALL_GENS)
+def test_kip101_scenario1(gen: str) -> None:
+    j = run_scenario(load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml"), gen).to_json()
+    assert j["acked"] == ["m1", "m2"]
+    assert j["leader"] == "A"
+    if gen == "hw":
+        assert j["lost_acked"] == ["m2"]
+        assert records(j, "A") == ["m1"]
+        assert j["lost_steps"] == {"m2": 9}  # the restart that truncated A to its HW
+    else:
+        assert j["lost_acked"] == []
+        assert records(j, "A") == ["m1", "m2"]
+    assert j["divergent_offsets"] == []
+
+
+@pytest.mark.parametrize("gen", ALL_GENS)
+def test_kip101_scenario2(gen: str) -> None:
+    j = run_scenario(load_scenario(SCENARIO_DIR / "kip101-scenario2.yaml"), gen).to_json()
+    assert j["leader"] == "B"
+    assert records(j, "B") == ["m1", "m3"]
+    # m2 was acknowledged (acks=1) and is gone under every generation: both replicas failed.
+    assert j["lost_acked"] == ["m2"]
+    if gen == "hw":
+        assert j["divergent_offsets"] == [1]
+        assert records(j, "A") == ["m1", "m2"]
+    else:
+        assert j["divergent_offsets"] == []
+        assert records(j, "A") == ["m1", "m3"]
+
+
+@pytest.mark.parametrize("gen", EPOCH_GENS)
+def test_leader_epoch_basic_workflow(gen: str) -> None:
+    """Write, bounce follower, write, bounce leader, write: epochs (0,0),(1,1),(2,2).
+
+    The same workflow as Kafka's EpochDrivenReplicationProtocolAcceptanceTest.
+    """
+    cfg = Config(("A", "B"), generation(gen), acks="1", min_insync=1)
+    st = initial_state(cfg, 0)
+    a, b = 0, 1
+
+    def run(*events: Event) -> None:
+        nonlocal st
+        for ev in events:
+            st, _ = apply(cfg, st, ev)
+
+    def bounce(i: int) -> None:
+        run(Event("crash", i), Event("detect", i), Event("restart", i))
+
+    run(Event("produce", record="m1"), Event("fetch", b), Event("fetch", b))
+    bounce(b)
+    run(Event("fetch", b), Event("produce", record="m2"), Event("fetch", b), Event("fetch", b))
+    bounce(a)
+    assert st.controller.leader == b
+    run(Event("produce", record="m3"), Event("fetch", a), Event("fetch", a))
+    for rep in st.replicas:
+        assert rep.epochs == ((0, 0), (1, 1), (2, 2))
+        assert [e.record for e in rep.log] == ["m1", "m2", "m3"]
+        assert [e.epoch for e in rep.log] == [0, 1, 2]
+
+
+def test_hw_generation_writes_no_epochs() -> None:
+    j = run_scenario(load_scenario(SCENARIO_DIR / "kip101-scenario2.yaml"), "hw").to_json()
+    assert all(e["epoch"] == -1 for e in j["replicas"]["A"])
+    assert j["epochs"] == {"A": [], "B": []}
+
+
+def test_acks_all_refused_below_min_insync() -> None:
+    cfg = Config(("A", "B"), generation("kip320"), acks="all", min_insync=2)
+    st = initial_state(cfg, 0)
+    st, _ = apply(cfg, st, Event("crash", 1))
+    st, _ = apply(cfg, st, Event("detect", 1))
+    st, note = apply(cfg, st, Event("produce", record="m1"))
+    assert st.writes[-1].status == "refused"
+    assert "NOT_ENOUGH_REPLICAS" in note
+    assert st.replicas[0].log == ()
+
+
+def test_acks_all_acknowledged_only_when_hw_passes() -> None:
+    cfg = Config(("A", "B"), generation("kip320"), acks="all", min_insync=2)
+    st = initial_state(cfg, 0)
+    st, _ = apply(cfg, st, Event("produce", record="m1"))
+    assert st.writes[-1].status == "pending"
+    st, _ = apply(cfg, st, Event("fetch", 1))  # B copies m1, leader HW still 0
+    assert st.writes[-1].status == "pending"
+    st, _ = apply(cfg, st, Event("fetch", 1))  # B's fetch offset 1 moves the HW
+    assert st.writes[-1].status == "acked"
+
+
+def test_unclean_election_loses_acked_write() -> None:
+    cfg = Config(("A", "B"), generation("kip320"), acks="1", min_insync=1, unclean=True)
+    st = initial_state(cfg, 0)
+    for ev in (
+        Event("isr_shrink", 1),
+        Event("produce", record="m1"),
+        Event("crash", 0),
+        Event("detect", 0),
+    ):
+        st, _ = apply(cfg, st, ev)
+    assert st.controller.leader == 1
+    assert st.controller.isr == frozenset({1})
+    from reference_model.verdict import lost_acked
+
+    assert lost_acked(st) == ["m1"]
+
+
+@pytest.mark.parametrize("unclean", [False, True])
+def test_follower_ahead_of_leader(unclean: bool) -> None:
+    """OffsetOutOfRange with the follower ahead: 0.10 halts unless unclean election is on."""
+    cfg = Config(("A", "B"), generation("hw"), acks="1", min_insync=1, unclean=unclean)
+    st = initial_state(cfg, 0)
+    for ev in (
+        Event("produce", record="m1"),
+        Event("fetch", 1),
+        Event("fetch", 1),
+        Event("flush", 0),
+        Event("produce", record="m2"),
+        Event("fetch", 1),
+        Event("fetch", 1),
+        Event("power_loss", 0),  # A loses its unflushed m2
+        Event("restart", 0),  # the controller never noticed: A leads again with [m1]
+    ):
+        st, _ = apply(cfg, st, ev)
+    st, note = apply(cfg, st, Event("fetch", 1))  # B fetches at 2 > leader LEO 1
+    if unclean:
+        assert st.replicas[1].leo == 1 and st.replicas[1].alive
+    else:
+        assert st.replicas[1].halted and not st.replicas[1].alive
+        assert "halted" in note

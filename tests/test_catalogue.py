@@ -1,0 +1,50 @@
+"""Every catalogue scenario shows its anomaly before the generation that fixes it, not after."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.scenarios import SCENARIO_DIR, load_scenario
+from reference_model.run import run_scenario
+
+# scenario -> generation -> (lost_acked, divergent_offsets)
+EXPECTED: dict[str, dict[str, tuple[list[str], list[int]]]] = {
+    "kip279-fast-leader-change": {
+        "hw": (["m3"], []), "kip101": (["m3"], [1]), "kip279": (["m3"], []),
+        "kip320": (["m3"], []),
+    },
+    "kip320-zombie-follower": {
+        "hw": (["m3"], [1]), "kip101": (["m3"], [1]), "kip279": (["m3"], [1]),
+        "kip320": ([], [1]),
+    },
+    "jepsen-2013-isr-shrink": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
+    "acks1-unclean-election": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
+    "acks-all-min-isr2-one-crash": {g: ([], []) for g in ("hw", "kip101", "kip279", "kip320")},
+    "power-loss-all-replicas": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
+    "stale-hw-checkpoint": {
+        "hw": (["m1", "m2"], []), "kip101": ([], []), "kip279": ([], []), "kip320": ([], []),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "gen"), [(n, g) for n, by in EXPECTED.items() for g in by]
+)
+def test_catalogue_outcome(name: str, gen: str) -> None:
+    j = run_scenario(load_scenario(SCENARIO_DIR / f"{name}.yaml"), gen).to_json()
+    assert (j["lost_acked"], j["divergent_offsets"]) == EXPECTED[name][gen]
+
+
+def test_zombie_follower_goes_offline_instead_under_kip320() -> None:
+    j = run_scenario(load_scenario(SCENARIO_DIR / "kip320-zombie-follower.yaml"), "kip320")
+    out = j.to_json()
+    assert out["outcomes"] == ["offline"]
+    fenced = [n for s in j.steps for n in s.notes if "FENCED_LEADER_EPOCH" in n]
+    assert fenced, "C's stale fetch must be fenced"
+
+
+def test_every_catalogue_file_says_what_it_shows_and_what_fixes_it() -> None:
+    for path in SCENARIO_DIR.glob("*.yaml"):
+        head = path.read_text().splitlines()[:12]
+        assert any(line.startswith("# Shows:") for line in head), path.name
+        assert any(line.startswith("# Fixed by:") for line in head), path.name

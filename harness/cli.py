@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from reference_model.generations import GENERATIONS
 from reference_model.scenario import ScenarioError
@@ -54,17 +54,6 @@ def cmd_explore(args: argparse.Namespace) -> int:
     return explore_main(args)
 
 
-def cmd_passthrough(module: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        import importlib
-
-        mod = importlib.import_module(module)
-        rc: int = mod.main(args.rest)
-        return rc
-
-    return run
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hwchaos",
@@ -102,22 +91,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explore)
 
-    for name, module, help_ in (
-        ("run", "harness.run_cli", "play a scenario on real brokers and diff against the model"),
-        ("dump", "harness.dump", "print a partition dir like Kafka's DumpLogSegments"),
-        ("analyze", "harness.analysis.cli", "PySpark analysis of a results folder"),
-        ("matrix", "harness.matrix", "scenarios x versions x configs, resumable"),
-        ("advise", "harness.advise", "which failure orderings lose acked writes under settings"),
-    ):
-        p = sub.add_parser(name, help=help_, add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-        p.set_defaults(func=cmd_passthrough(module))
+    for name, (_, help_) in PASSTHROUGH.items():
+        sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
+# Subcommands with their own argument parser (``hwchaos NAME --help`` shows it).
+PASSTHROUGH = {
+    "run": ("harness.run_cli", "play a scenario on real brokers and diff against the model"),
+    "dump": ("harness.dump", "print a partition dir like Kafka's DumpLogSegments"),
+    "analyze": ("harness.analysis.cli", "PySpark analysis of a results folder"),
+    "matrix": ("harness.matrix", "scenarios x versions x configs, resumable"),
+    "advise": ("harness.advise", "which failure orderings lose acked writes under settings"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in PASSTHROUGH:
+        import importlib
+
+        try:
+            rc: int = importlib.import_module(PASSTHROUGH[argv[0]][0]).main(argv[1:])
+            return rc
+        except ScenarioError as exc:
+            print(f"hwchaos: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("hwchaos: interrupted", file=sys.stderr)
+            return 130
     parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    args = parser.parse_args(argv)
     try:
         rc: int = args.func(args)
         return rc

@@ -37,6 +37,11 @@ KINDS: dict[str, tuple[bool, bool, bool, str]] = {
 }
 
 
+# Scenario aliases, resolved against the state when the step runs (``run.expand``).
+LEADER, FOLLOWERS, ALL = -2, -3, -4
+ALIAS_NAMES = {LEADER: "leader", FOLLOWERS: "followers", ALL: "all"}
+
+
 class Event(NamedTuple):
     """One step. ``replica`` indexes ``Config.brokers`` (-1 = not applicable / default)."""
 
@@ -56,6 +61,8 @@ class Event(NamedTuple):
                 parts.append(f"to {brokers[self.replica]}")
         elif self.replica >= 0:
             parts.append(brokers[self.replica])
+        elif self.replica in ALIAS_NAMES:
+            parts.append(ALIAS_NAMES[self.replica])
         if self.value >= 0:
             parts.append(str(self.value))
         if self.unclean:

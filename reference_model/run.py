@@ -13,7 +13,8 @@ from typing import Any
 from reference_model import verdict
 from reference_model.events import Event
 from reference_model.generations import Generation, generation
-from reference_model.scenario import ALL, FOLLOWERS, LEADER, Scenario
+from reference_model.events import ALL, FOLLOWERS, LEADER
+from reference_model.scenario import Scenario
 from reference_model.state import (
     ACKED,
     NO_LEADER,

@@ -28,13 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reference_model.events import KINDS, Event
+from reference_model.events import ALIAS_NAMES, KINDS, Event
 from reference_model.generations import Generation, generation
 from reference_model.state import Config
 
 ALIASES = ("leader", "followers", "all")
-LEADER, FOLLOWERS, ALL = -2, -3, -4
-_ALIAS_INDEX = {"leader": LEADER, "followers": FOLLOWERS, "all": ALL}
+_ALIAS_INDEX = {name: idx for idx, name in ALIAS_NAMES.items()}
 _ACKS = {"0": "0", "1": "1", "all": "all", "-1": "all"}
 
 
@@ -57,6 +56,7 @@ class Scenario:
     unclean: bool
     steps: tuple[Event, ...]
     records_per_produce: int = 1
+    rf_flexible: bool = False  # brokers not listed: steps use aliases, --rf may grow it
     raw_steps: tuple[str, ...] = field(default=())  # each step as written, for reports
 
     def config(self, gen: Generation | str) -> Config:
@@ -78,9 +78,11 @@ class Scenario:
     ) -> Scenario:
         """Apply command-line overrides (the matrix's config grid).
 
-        A larger replication factor adds passive followers named after the next letters;
-        they stay in the ISR only as long as steps that use ``followers``/``all`` make them
-        fetch. A smaller one is refused if a step names a broker that would disappear.
+        The replication factor applies only to scenarios written with aliases
+        (``leader``/``followers``/``all``, no ``brokers`` list): a scenario that names its
+        brokers keeps its own, since extra replicas that no step drives would sit in the ISR
+        and stall the HW. A smaller one is refused if a step names a broker that would
+        disappear.
         """
         s = self
         if acks is not None:
@@ -93,7 +95,7 @@ class Scenario:
             if records < 1:
                 raise ScenarioError(f"{s.source}: records must be >= 1, got {records}")
             s = replace(s, records_per_produce=records)
-        if rf is not None and rf != len(s.brokers):
+        if rf is not None and rf != len(s.brokers) and s.rf_flexible:
             if not 1 <= rf <= 5:
                 raise ScenarioError(f"{s.source}: replication factor must be 1..5, got {rf}")
             used = {e.replica for e in s.steps if e.replica >= 0} | {s.leader}
@@ -255,6 +257,7 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
         min_insync=min_insync,
         unclean=unclean,
         steps=tuple(steps),
+        rf_flexible="brokers" not in doc,
         raw_steps=tuple(_raw_text(r) for r in steps_raw),
     )
 
@@ -275,7 +278,7 @@ def to_document(s: Scenario) -> dict[str, Any]:
                 else {"produce": e.record}
             )
             continue
-        name = s.brokers[e.replica] if e.replica >= 0 else ALIASES[-2 - e.replica]
+        name = s.brokers[e.replica] if e.replica >= 0 else ALIAS_NAMES[e.replica]
         if e.hold or e.unclean or e.value >= 0:
             arg: dict[str, Any] = {"broker": name}
             if e.hold:

@@ -94,12 +94,15 @@ def test_overrides_change_the_prediction() -> None:
     # loss under hw remains (that is the point of scenario 1).
     j = run_scenario(sc.with_overrides(acks="all", min_insync=2), "hw").to_json()
     assert j["lost_acked"] == ["m2"]
-    j3 = run_scenario(sc.with_overrides(rf=3), "kip320").to_json()
-    assert set(j3["replicas"]) == {"A", "B", "C"}
+    assert sc.with_overrides(rf=3).rf == 2  # named brokers keep their replication factor
+    flexible = load_scenario(SCENARIO_DIR / "acks-all-min-isr2-one-crash.yaml")
+    j4 = run_scenario(flexible.with_overrides(rf=4), "kip320").to_json()
+    assert set(j4["replicas"]) == {"A", "B", "C", "D"}
+    assert all(len(v) == 3 for v in j4["replicas"].values() if v)
     batched = run_scenario(sc.with_overrides(records=3), "hw").to_json()
     assert len(batched["acked"]) == 6
-    with pytest.raises(ScenarioError, match="cannot lower replication factor"):
-        sc.with_overrides(rf=1)
+    with pytest.raises(ScenarioError, match="exceeds replication factor 1"):
+        flexible.with_overrides(rf=1)
 
 
 def test_explorer_finds_scenario1_under_hw_and_nothing_under_kip320(tmp_path: Path) -> None:

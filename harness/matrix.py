@@ -1,0 +1,196 @@
+"""``hwchaos matrix``: scenarios x versions (or generations) x config grid, resumable.
+
+Each cell is one run folder under ``OUT/cells/<cell_id>/`` written by
+:func:`harness.results.write_run`, whose ``run.json`` is written last. On start the matrix
+skips every cell that has its ``run.json`` and deletes folders that lack it (an interrupted
+cell), so Ctrl-C followed by the same command completes the matrix with no cell duplicated
+or missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from harness import results
+from harness.scenarios import catalogue, load_scenario
+from harness.versions import resolve_version
+from reference_model.generations import GENERATIONS
+from reference_model.run import RunResult, run_scenario
+from reference_model.scenario import Scenario, ScenarioError
+
+
+@dataclass(frozen=True)
+class Cell:
+    scenario: Scenario
+    target: str  # a Kafka version, or "model:<generation>"
+    acks: str
+    min_insync: int
+    unclean: bool
+    rf: int
+    records: int
+
+    @property
+    def model_only(self) -> bool:
+        return self.target.startswith("model:")
+
+    @property
+    def protocol(self) -> str:
+        if self.model_only:
+            return self.target.split(":", 1)[1]
+        return resolve_version(self.target).generation
+
+    @property
+    def cell_id(self) -> str:
+        target = self.target.replace(":", "-")
+        return (
+            f"{self.scenario.name}__{target}__acks{self.acks}_isr{self.min_insync}"
+            f"_u{int(self.unclean)}_rf{self.rf}_n{self.records}"
+        )
+
+
+def model_run(scenario: Scenario, protocol: str, run_id: str, version: str = "model") -> tuple[
+    results.RunInfo, RunResult
+]:
+    """Play ``scenario`` through the model and describe it as a results run."""
+    res = run_scenario(scenario, protocol)
+    j = res.to_json()
+    if j["lost_acked"]:
+        verdict = "lost_acked"
+    elif j["divergent_offsets"]:
+        verdict = "divergence"
+    elif "offline" in j["outcomes"]:
+        verdict = "offline"
+    else:
+        verdict = "ok"
+    info = results.RunInfo(
+        run_id=run_id,
+        scenario=scenario.name,
+        version=version,
+        protocol=protocol,
+        backend="model",
+        acks=scenario.acks,
+        min_insync=scenario.min_insync,
+        unclean=scenario.unclean,
+        rf=scenario.rf,
+        records=scenario.records_per_produce,
+        verdict=verdict,
+        model_match=True,
+        lost_acked=j["lost_acked"],
+        divergent_offsets=j["divergent_offsets"],
+        outcomes=j["outcomes"],
+    )
+    return info, res
+
+
+def write_model_run(folder: Path, scenario: Scenario, protocol: str, run_id: str) -> None:
+    info, res = model_run(scenario, protocol, run_id)
+    results.write_run(
+        folder, info, res.replica_rows(run_id), res.write_rows(run_id), res.step_rows(run_id)
+    )
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _bools(value: str) -> list[bool]:
+    out = []
+    for v in _split(value):
+        if v.lower() not in ("true", "false", "1", "0"):
+            raise ScenarioError(f"--unclean: expected true/false, got {v!r}")
+        out.append(v.lower() in ("true", "1"))
+    return out
+
+
+def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
+    """Every cell of the grid; a string instead of a cell says why a combination is skipped."""
+    paths = [Path(p) for p in args.scenarios] if args.scenarios else catalogue()
+    scenarios = [load_scenario(p) for p in paths]
+    targets = (
+        [f"model:{g}" for g in _split(args.protocols)]
+        if args.model_only
+        else _split(args.versions)
+    )
+    for t in targets:
+        if t.startswith("model:"):
+            if t[6:] not in GENERATIONS:
+                raise ScenarioError(f"unknown protocol generation {t[6:]!r}")
+        else:
+            resolve_version(t)  # fails early with the catalogue's one-line error
+    grid = itertools.product(
+        scenarios, targets, _split(args.acks), [int(m) for m in _split(args.min_insync)],
+        _bools(args.unclean), [int(r) for r in _split(args.rf)] if args.rf else [0],
+        [int(n) for n in _split(args.records)],
+    )
+    for sc, target, acks, isr, unclean, rf, n in grid:
+        try:
+            s = sc.with_overrides(acks=acks, min_insync=isr, unclean=unclean,
+                                  rf=rf or None, records=n)
+        except ScenarioError as exc:
+            yield f"skip {sc.name} acks={acks} isr={isr} rf={rf}: {exc}"
+            continue
+        if rf and s.rf != rf:
+            yield f"skip {sc.name} rf={rf}: the scenario names its brokers (rf {s.rf})"
+            continue
+        yield Cell(s, target, s.acks, s.min_insync, s.unclean, s.rf, n)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+    p.add_argument("--out", required=True, help="results folder (resumable)")
+    p.add_argument("--model-only", action="store_true", help="reference model only")
+    p.add_argument("--protocols", default=",".join(GENERATIONS))
+    p.add_argument("--versions", default="0.10.2.1,3.3.1", help="Kafka versions (broker runs)")
+    p.add_argument("--backend", default="local", choices=["local", "docker"])
+    p.add_argument("--scenarios", nargs="*", help="scenario files (default: the catalogue)")
+    p.add_argument("--acks", default="1,all")
+    p.add_argument("--min-insync", default="1,2")
+    p.add_argument("--unclean", default="false,true")
+    p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
+    p.add_argument("--records", default="1", help="records per produce step")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    try:
+        planned = list(cells(args))
+    except (ScenarioError, ValueError) as exc:
+        print(f"hwchaos matrix: {exc}", file=sys.stderr)
+        return 2
+    todo = [c for c in planned if isinstance(c, Cell)]
+    skipped = [c for c in planned if isinstance(c, str)]
+    root = out / "cells"
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in root.iterdir():
+        if stale.is_dir() and not results.is_complete(stale):
+            shutil.rmtree(stale)  # an interrupted cell: played again below
+    pending = [c for c in todo if not results.is_complete(root / c.cell_id)]
+    ids = [c.cell_id for c in todo]
+    if len(set(ids)) != len(ids):
+        print("hwchaos matrix: duplicate cells in the grid", file=sys.stderr)
+        return 2
+    print(f"matrix: {len(todo)} cells ({len(todo) - len(pending)} already done, "
+          f"{len(skipped)} combinations skipped) -> {out}", file=sys.stderr)
+    failures = 0
+    for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
+        folder = root / cell.cell_id
+        if cell.model_only:
+            write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
+        else:
+            from harness.runner import run_on_brokers
+
+            ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
+            failures += 0 if ok else 1
+    (out / "skipped.txt").write_text("\n".join(skipped) + ("\n" if skipped else ""))
+    print(f"matrix complete: {len(todo)} cells in {root}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

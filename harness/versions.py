@@ -1,0 +1,75 @@
+"""The version catalogue: Kafka version -> model generation, message format, how to start it.
+
+One table so that the local backend, the Docker backend, the matrix and the report agree on
+what "0.10.2.1" means. A modern ZooKeeper-mode broker pinned to an inter-broker protocol
+below 0.11 replicates with HW truncation, so it is offered as an ``hw`` variant
+(``3.3.1-ibp0.10``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KafkaVersion:
+    """How to run one Kafka version and what the model should predict for it."""
+
+    name: str  # what users type: 0.10.2.1, 3.3.1, 3.3.1-ibp0.10
+    release: str  # the Apache release it runs
+    scala: str
+    generation: str  # reference-model protocol generation
+    message_format: str  # v1 (no leader epoch on disk) or v2
+    docker_image: str  # pinned public image for the docker backend
+    broker_props: dict[str, str] = field(default_factory=dict)
+    # Java 17 needs these for brokers of every era (sun.nio.ch access from the network layer).
+    jvm_flags: tuple[str, ...] = (
+        "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+        "--add-opens=java.base/java.nio=ALL-UNNAMED",
+        "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+        "--add-opens=java.base/java.lang=ALL-UNNAMED",
+        "--add-opens=java.base/java.util=ALL-UNNAMED",
+        "--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+        "--add-opens=java.rmi/sun.rmi.transport=ALL-UNNAMED",
+    )
+    zk_client_broken_on_java14: bool = False  # ZooKeeper 3.4.13/3.4.14 clients
+
+    @property
+    def dist_name(self) -> str:
+        """The official release-tree name, e.g. ``kafka_2.11-0.10.2.1``."""
+        return f"kafka_{self.scala}-{self.release}"
+
+    @property
+    def epoch_on_disk(self) -> bool:
+        return self.message_format == "v2"
+
+
+CATALOGUE: dict[str, KafkaVersion] = {
+    v.name: v
+    for v in (
+        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "hw", "v1", "confluentinc/cp-kafka:3.2.1"),
+        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2",
+                     "confluentinc/cp-kafka:3.3.3"),
+        KafkaVersion("1.1.1", "1.1.1", "2.11", "kip101", "v2", "confluentinc/cp-kafka:4.1.3"),
+        KafkaVersion("2.0.1", "2.0.1", "2.11", "kip279", "v2", "confluentinc/cp-kafka:5.0.3"),
+        KafkaVersion("2.1.1", "2.1.1", "2.11", "kip320", "v2", "confluentinc/cp-kafka:5.1.2",
+                     zk_client_broken_on_java14=True),
+        KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2", "confluentinc/cp-kafka:7.3.0"),
+        KafkaVersion(
+            "3.3.1-ibp0.10", "3.3.1", "2.13", "hw", "v1", "confluentinc/cp-kafka:7.3.0",
+            broker_props={
+                "inter.broker.protocol.version": "0.10.2",
+                "log.message.format.version": "0.10.2",
+            },
+        ),
+    )
+}
+
+
+def resolve_version(name: str) -> KafkaVersion:
+    """Look a version up, with a one-line error listing what is known."""
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        known = ", ".join(CATALOGUE)
+        raise ValueError(f"unknown Kafka version {name!r} (known: {known})") from None

@@ -20,39 +20,52 @@ from reference_model.run import run_scenario
 from reference_model.scenario import ScenarioError
 
 
-def advise(acks: str, min_insync: int, rf: int, unclean: bool, protocol: str,
-           explore_bounds: Bounds | None) -> dict[str, Any]:
-    rows = []
+def advise(
+    acks: str, min_insync: int, rf: int, unclean: bool, protocol: str, explore_bounds: Bounds | None
+) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
     for path in catalogue():
         sc = load_scenario(path)
         try:
-            s = sc.with_overrides(acks=acks, min_insync=min(min_insync, rf) if sc.rf_flexible
-                                  else min(min_insync, sc.rf), unclean=unclean, rf=rf)
+            s = sc.with_overrides(
+                acks=acks,
+                min_insync=min(min_insync, rf) if sc.rf_flexible else min(min_insync, sc.rf),
+                unclean=unclean,
+                rf=rf,
+            )
         except ScenarioError as exc:
             rows.append({"scenario": sc.name, "skipped": str(exc)})
             continue
         j = run_scenario(s, protocol).to_json()
-        rows.append({
-            "scenario": sc.name,
-            "rf": s.rf,
-            "min_insync": s.min_insync,
-            "loses_acked": bool(j["lost_acked"]),
-            "lost_acked": j["lost_acked"],
-            "lost_at_steps": j["lost_steps"],
-            "divergent_offsets": j["divergent_offsets"],
-            "outcomes": j["outcomes"],
-            "ordering": [st["event"] for st in j["steps"]],
-        })
+        rows.append(
+            {
+                "scenario": sc.name,
+                "rf": s.rf,
+                "min_insync": s.min_insync,
+                "loses_acked": bool(j["lost_acked"]),
+                "lost_acked": j["lost_acked"],
+                "lost_at_steps": j["lost_steps"],
+                "divergent_offsets": j["divergent_offsets"],
+                "outcomes": j["outcomes"],
+                "ordering": [st["event"] for st in j["steps"]],
+            }
+        )
     found: list[dict[str, Any]] = []
     if explore_bounds is not None:
         res = explore(generation(protocol), explore_bounds, acks, min_insync, unclean, 5)
         names = tuple(chr(ord("A") + i) for i in range(explore_bounds.replicas))
         for cx in res.counterexamples:
-            found.append({"invariant": cx.invariant,
-                          "ordering": [e.describe(names) for e in cx.events]})
+            found.append(
+                {"invariant": cx.invariant, "ordering": [e.describe(names) for e in cx.events]}
+            )
     return {
-        "settings": {"acks": acks, "min_insync": min_insync, "rf": rf, "unclean": unclean,
-                     "protocol": protocol},
+        "settings": {
+            "acks": acks,
+            "min_insync": min_insync,
+            "rf": rf,
+            "unclean": unclean,
+            "protocol": protocol,
+        },
         "scenarios": rows,
         "explorer": found,
     }
@@ -65,8 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rf", type=int, default=3)
     p.add_argument("--unclean", action="store_true")
     p.add_argument("--protocol", choices=list(GENERATIONS), default="kip320")
-    p.add_argument("--explore-replicas", type=int, default=2,
-                   help="replicas for the explorer search (0 skips it)")
+    p.add_argument(
+        "--explore-replicas",
+        type=int,
+        default=2,
+        help="replicas for the explorer search (0 skips it)",
+    )
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     if not 1 <= args.rf <= 5 or not 1 <= args.min_insync <= args.rf:
@@ -80,11 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=2))
         return 0
     s = out["settings"]
-    print(f"acks={s['acks']} min.insync.replicas={s['min_insync']} rf={s['rf']} "
-          f"unclean={str(s['unclean']).lower()} protocol={s['protocol']}")
+    print(
+        f"acks={s['acks']} min.insync.replicas={s['min_insync']} rf={s['rf']} "
+        f"unclean={str(s['unclean']).lower()} protocol={s['protocol']}"
+    )
     losing = [r for r in out["scenarios"] if r.get("loses_acked")]
-    print(f"\n{len(losing)} of {len(out['scenarios'])} catalogue orderings lose acknowledged "
-          "writes:")
+    print(
+        f"\n{len(losing)} of {len(out['scenarios'])} catalogue orderings lose acknowledged writes:"
+    )
     for r in out["scenarios"]:
         if "skipped" in r:
             print(f"  - {r['scenario']}: skipped ({r['skipped']})")
@@ -100,8 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             for f in out["explorer"]:
                 print(f"  {f['invariant']}: {' ; '.join(f['ordering'])}")
         else:
-            print(f"\nexplorer: no ordering of up to {bounds.crashes} crashes on "
-                  f"{bounds.replicas} replicas loses an acknowledged write")
+            print(
+                f"\nexplorer: no ordering of up to {bounds.crashes} crashes on "
+                f"{bounds.replicas} replicas loses an acknowledged write"
+            )
     return 0
 
 

@@ -19,8 +19,12 @@ def _add_overrides(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scenario overrides")
     g.add_argument("--acks", choices=["0", "1", "all"], help="producer acks")
     g.add_argument("--min-insync", type=int, help="min.insync.replicas")
-    g.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None,
-                   help="unclean.leader.election.enable")
+    g.add_argument(
+        "--unclean",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="unclean.leader.election.enable",
+    )
     g.add_argument("--rf", type=int, help="replication factor")
     g.add_argument("--records", type=int, help="records per produce step")
 
@@ -79,12 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--acks", choices=["0", "1", "all"], default="all")
     p.add_argument("--min-insync", type=int, default=2)
     p.add_argument("--unclean", action="store_true")
-    p.add_argument("--delayed-leader-and-isr", action="store_true",
-                   help="let LeaderAndIsr reach brokers late (zombie orderings)")
-    p.add_argument("--no-checkpoint", action="store_true",
-                   help="leave HW checkpoints out of the alphabet")
-    p.add_argument("--split-fetch", action="store_true",
-                   help="fetch request and response as separate events")
+    p.add_argument(
+        "--delayed-leader-and-isr",
+        action="store_true",
+        help="let LeaderAndIsr reach brokers late (zombie orderings)",
+    )
+    p.add_argument(
+        "--no-checkpoint", action="store_true", help="leave HW checkpoints out of the alphabet"
+    )
+    p.add_argument(
+        "--split-fetch", action="store_true", help="fetch request and response as separate events"
+    )
     p.add_argument("--out", default="scenarios/found", help="where counterexamples are written")
     p.add_argument("--max-counterexamples", type=int, default=5)
     p.add_argument("--max-states", type=int, default=0, help="stop after N states (0 = none)")
@@ -123,8 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        rc: int = args.func(args)
-        return rc
+        code: int = args.func(args)
+        return code
     except ScenarioError as exc:
         print(f"hwchaos: {exc}", file=sys.stderr)
         return 2

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -36,30 +38,45 @@ def main(args: argparse.Namespace) -> int:
 
     def progress(states: int, depth: int, queued: int) -> None:
         rate = states / max(time.perf_counter() - t0, 1e-9)
-        print(f"  {states:>10,} states  depth {depth:>3}  queue {queued:>9,}  {rate:,.0f}/s",
-              file=sys.stderr, flush=True)
+        print(
+            f"  {states:>10,} states  depth {depth:>3}  queue {queued:>9,}  {rate:,.0f}/s",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    res = explore(gen, bounds, args.acks, args.min_insync, args.unclean,
-                  args.max_counterexamples, args.max_states, progress)
+    res = explore(
+        gen,
+        bounds,
+        args.acks,
+        args.min_insync,
+        args.unclean,
+        args.max_counterexamples,
+        args.max_states,
+        progress,
+    )
     elapsed = time.perf_counter() - t0
     out_dir = Path(args.out)
-    files = []
+    files: list[dict[str, Any]] = []
     for cx in res.counterexamples:
         name = f"found-{gen.name}-{cx.invariant.replace('_', '-')}"
-        sc = counterexample_scenario(cx, gen, args.acks, args.min_insync, args.unclean,
-                                     args.replicas, name)
+        sc = counterexample_scenario(
+            cx, gen, args.acks, args.min_insync, args.unclean, args.replicas, name
+        )
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{name}.yaml"
-        header = (
-            f"# {sc.description}\n"
-            f"# Replay: hwchaos model {path} --protocol {gen.name}\n"
-        )
+        header = f"# {sc.description}\n# Replay: hwchaos model {path} --protocol {gen.name}\n"
         path.write_text(header + yaml.safe_dump(to_document(sc), sort_keys=False))
-        files.append({"invariant": cx.invariant, "length": len(cx.events), "file": str(path),
-                      "steps": [e.describe(sc.brokers) for e in cx.events]})
+        files.append(
+            {
+                "invariant": cx.invariant,
+                "length": len(cx.events),
+                "file": str(path),
+                "steps": [e.describe(sc.brokers) for e in cx.events],
+            }
+        )
     summary = {
         "protocol": gen.name,
-        "bounds": vars(bounds) if hasattr(bounds, "__dict__") else str(bounds),
+        "bounds": dataclasses.asdict(bounds),
         "states": res.states,
         "transitions": res.transitions,
         "depth": res.depth,
@@ -71,9 +88,11 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"{res.states} distinct states, {res.transitions} transitions, depth {res.depth}, "
-              f"{'exhausted' if res.exhausted else 'bounded'} in {elapsed:.2f}s "
-              f"({summary['states_per_second']} states/s)")
+        print(
+            f"{res.states} distinct states, {res.transitions} transitions, depth {res.depth}, "
+            f"{'exhausted' if res.exhausted else 'bounded'} in {elapsed:.2f}s "
+            f"({summary['states_per_second']} states/s)"
+        )
         for f in files:
             print(f"counterexample ({f['invariant']}, {f['length']} steps) -> {f['file']}")
             for s in f["steps"]:

@@ -56,9 +56,9 @@ class Cell:
         )
 
 
-def model_run(scenario: Scenario, protocol: str, run_id: str, version: str = "model") -> tuple[
-    results.RunInfo, RunResult
-]:
+def model_run(
+    scenario: Scenario, protocol: str, run_id: str, version: str = "model"
+) -> tuple[results.RunInfo, RunResult]:
     """Play ``scenario`` through the model and describe it as a results run."""
     res = run_scenario(scenario, protocol)
     j = res.to_json()
@@ -115,9 +115,7 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
     paths = [Path(p) for p in args.scenarios] if args.scenarios else catalogue()
     scenarios = [load_scenario(p) for p in paths]
     targets = (
-        [f"model:{g}" for g in _split(args.protocols)]
-        if args.model_only
-        else _split(args.versions)
+        [f"model:{g}" for g in _split(args.protocols)] if args.model_only else _split(args.versions)
     )
     for t in targets:
         if t.startswith("model:"):
@@ -126,14 +124,19 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
         else:
             resolve_version(t)  # fails early with the catalogue's one-line error
     grid = itertools.product(
-        scenarios, targets, _split(args.acks), [int(m) for m in _split(args.min_insync)],
-        _bools(args.unclean), [int(r) for r in _split(args.rf)] if args.rf else [0],
+        scenarios,
+        targets,
+        _split(args.acks),
+        [int(m) for m in _split(args.min_insync)],
+        _bools(args.unclean),
+        [int(r) for r in _split(args.rf)] if args.rf else [0],
         [int(n) for n in _split(args.records)],
     )
     for sc, target, acks, isr, unclean, rf, n in grid:
         try:
-            s = sc.with_overrides(acks=acks, min_insync=isr, unclean=unclean,
-                                  rf=rf or None, records=n)
+            s = sc.with_overrides(
+                acks=acks, min_insync=isr, unclean=unclean, rf=rf or None, records=n
+            )
         except ScenarioError as exc:
             yield f"skip {sc.name} acks={acks} isr={isr} rf={rf}: {exc}"
             continue
@@ -175,8 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(ids)) != len(ids):
         print("hwchaos matrix: duplicate cells in the grid", file=sys.stderr)
         return 2
-    print(f"matrix: {len(todo)} cells ({len(todo) - len(pending)} already done, "
-          f"{len(skipped)} combinations skipped) -> {out}", file=sys.stderr)
+    print(
+        f"matrix: {len(todo)} cells ({len(todo) - len(pending)} already done, "
+        f"{len(skipped)} combinations skipped) -> {out}",
+        file=sys.stderr,
+    )
     failures = 0
     for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
         folder = root / cell.cell_id

@@ -48,15 +48,26 @@ CATALOGUE: dict[str, KafkaVersion] = {
     v.name: v
     for v in (
         KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "hw", "v1", "confluentinc/cp-kafka:3.2.1"),
-        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2",
-                     "confluentinc/cp-kafka:3.3.3"),
+        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2", "confluentinc/cp-kafka:3.3.3"),
         KafkaVersion("1.1.1", "1.1.1", "2.11", "kip101", "v2", "confluentinc/cp-kafka:4.1.3"),
         KafkaVersion("2.0.1", "2.0.1", "2.11", "kip279", "v2", "confluentinc/cp-kafka:5.0.3"),
-        KafkaVersion("2.1.1", "2.1.1", "2.11", "kip320", "v2", "confluentinc/cp-kafka:5.1.2",
-                     zk_client_broken_on_java14=True),
+        KafkaVersion(
+            "2.1.1",
+            "2.1.1",
+            "2.11",
+            "kip320",
+            "v2",
+            "confluentinc/cp-kafka:5.1.2",
+            zk_client_broken_on_java14=True,
+        ),
         KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2", "confluentinc/cp-kafka:7.3.0"),
         KafkaVersion(
-            "3.3.1-ibp0.10", "3.3.1", "2.13", "hw", "v1", "confluentinc/cp-kafka:7.3.0",
+            "3.3.1-ibp0.10",
+            "3.3.1",
+            "2.13",
+            "hw",
+            "v1",
+            "confluentinc/cp-kafka:7.3.0",
             broker_props={
                 "inter.broker.protocol.version": "0.10.2",
                 "log.message.format.version": "0.10.2",

@@ -32,9 +32,7 @@ def truncate_from_end(epochs: Epochs, end_offset: int) -> Epochs:
     return tuple(e for e in epochs if e[1] < end_offset)
 
 
-def end_offset_for(
-    gen: Generation, epochs: Epochs, leo: int, requested: int
-) -> tuple[int, int]:
+def end_offset_for(gen: Generation, epochs: Epochs, leo: int, requested: int) -> tuple[int, int]:
     """Answer OffsetsForLeaderEpoch(requested) from this cache: (epoch, end_offset).
 
     kip101: (requested, LEO) if requested is the latest epoch, else (requested, start of the

@@ -118,8 +118,9 @@ def explore(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _explore(gen, bounds, acks, min_insync, unclean, max_counterexamples,
-                        max_states, progress)
+        return _explore(
+            gen, bounds, acks, min_insync, unclean, max_counterexamples, max_states, progress
+        )
     finally:
         if enabled:
             gc.enable()
@@ -191,8 +192,13 @@ def _path(
 
 
 def counterexample_scenario(
-    cx: Counterexample, gen: Generation, acks: str, min_insync: int, unclean: bool,
-    replicas: int, name: str,
+    cx: Counterexample,
+    gen: Generation,
+    acks: str,
+    min_insync: int,
+    unclean: bool,
+    replicas: int,
+    name: str,
 ) -> Scenario:
     """A counterexample as a scenario that ``hwchaos model`` and ``hwchaos run`` accept."""
     names = tuple(chr(ord("A") + i) for i in range(replicas))

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_model import verdict
-from reference_model.events import Event
+from reference_model.events import ALL, FOLLOWERS, LEADER, Event
 from reference_model.generations import Generation, generation
-from reference_model.events import ALL, FOLLOWERS, LEADER
 from reference_model.scenario import Scenario
 from reference_model.state import (
     ACKED,
@@ -109,7 +108,9 @@ class RunResult:
             "hw": {n: r.hw for n, r in zip(names, st.replicas, strict=True)},
             "leo": {n: r.leo for n, r in zip(names, st.replicas, strict=True)},
             "checkpoint_hw": {n: r.checkpoint_hw for n, r in zip(names, st.replicas, strict=True)},
-            "epochs": {n: [list(e) for e in r.epochs] for n, r in zip(names, st.replicas, strict=True)},
+            "epochs": {
+                n: [list(e) for e in r.epochs] for n, r in zip(names, st.replicas, strict=True)
+            },
             "alive": {n: r.alive for n, r in zip(names, st.replicas, strict=True)},
             "leader": names[st.controller.leader] if st.controller.leader != NO_LEADER else None,
             "leader_epoch": st.controller.epoch,
@@ -244,7 +245,9 @@ def format_table(result: RunResult) -> str:
             cells.append(f"{status}[{log}] hw={r.hw}"[:25].ljust(26))
         leader = names[ctrl.leader] if ctrl.leader != NO_LEADER else "-"
         isr = ",".join(names[i] for i in sorted(ctrl.isr))
-        lines.append(f"{s.index:>4}  {s.text[:28]:<28}" + "".join(cells) + f"{leader}/{ctrl.epoch} {{{isr}}}")
+        lines.append(
+            f"{s.index:>4}  {s.text[:28]:<28}" + "".join(cells) + f"{leader}/{ctrl.epoch} {{{isr}}}"
+        )
         for note in s.notes:
             if note:
                 lines.append(f"{'':>6}  ↳ {note}")

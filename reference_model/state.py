@@ -110,7 +110,7 @@ class Config(NamedTuple):
     min_insync: int = 1
     unclean: bool = False  # unclean.leader.election.enable
 
-    def index(self, name: str) -> int:
+    def broker_index(self, name: str) -> int:
         try:
             return self.brokers.index(name)
         except ValueError:

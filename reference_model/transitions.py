@@ -187,9 +187,7 @@ def _elect(cfg: Config, ctrl: Controller, live: frozenset[int]) -> Controller | 
     if cfg.unclean:
         for j in range(n):
             if j in live:
-                return ctrl._replace(
-                    leader=j, epoch=ctrl.epoch + 1, isr=frozenset({j}), live=live
-                )
+                return ctrl._replace(leader=j, epoch=ctrl.epoch + 1, isr=frozenset({j}), live=live)
     return None
 
 
@@ -258,7 +256,7 @@ def _offsets_for_leader_epoch(cfg: Config, st: PartitionState, f: int) -> Outcom
                 note = f"leader: epoch {requested} ends at {l_end}"
                 break
             f_epoch, f_end = ec.end_offset_for(gen, rep.epochs, len(rep.log), l_epoch)
-            if f_epoch == l_epoch or f_epoch == UNDEFINED:
+            if f_epoch in (l_epoch, UNDEFINED):
                 target = min(l_end, len(rep.log) if f_epoch == UNDEFINED else f_end)
                 note = f"leader: epoch {l_epoch} ends at {l_end}"
                 break
@@ -477,9 +475,7 @@ def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 # ------------------------------------------------------------------------- controller
 
 
-def _controller_failure(
-    cfg: Config, st: PartitionState, i: int, hold: frozenset[int]
-) -> Outcome:
+def _controller_failure(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
     """onBrokerFailure: elect a new leader if ``i`` led, else drop ``i`` from the ISR."""
     ctrl = st.controller
     live = ctrl.live - {i}

@@ -28,7 +28,9 @@ def lost_acked(st: PartitionState) -> list[str]:
     lead = effective_leader(st)
     out = []
     for w in st.writes:
-        if w.status == ACKED and (lead == NO_LEADER or not _holds(st.replicas[lead], w.offset, w.record)):
+        if w.status == ACKED and (
+            lead == NO_LEADER or not _holds(st.replicas[lead], w.offset, w.record)
+        ):
             out.append(w.record)
     return out
 

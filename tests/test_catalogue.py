@@ -10,11 +10,15 @@ from reference_model.run import run_scenario
 # scenario -> generation -> (lost_acked, divergent_offsets)
 EXPECTED: dict[str, dict[str, tuple[list[str], list[int]]]] = {
     "kip279-fast-leader-change": {
-        "hw": (["m3"], []), "kip101": (["m3"], [1]), "kip279": (["m3"], []),
+        "hw": (["m3"], []),
+        "kip101": (["m3"], [1]),
+        "kip279": (["m3"], []),
         "kip320": (["m3"], []),
     },
     "kip320-zombie-follower": {
-        "hw": (["m3"], [1]), "kip101": (["m3"], [1]), "kip279": (["m3"], [1]),
+        "hw": (["m3"], [1]),
+        "kip101": (["m3"], [1]),
+        "kip279": (["m3"], [1]),
         "kip320": ([], [1]),
     },
     "jepsen-2013-isr-shrink": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
@@ -22,14 +26,15 @@ EXPECTED: dict[str, dict[str, tuple[list[str], list[int]]]] = {
     "acks-all-min-isr2-one-crash": {g: ([], []) for g in ("hw", "kip101", "kip279", "kip320")},
     "power-loss-all-replicas": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
     "stale-hw-checkpoint": {
-        "hw": (["m1", "m2"], []), "kip101": ([], []), "kip279": ([], []), "kip320": ([], []),
+        "hw": (["m1", "m2"], []),
+        "kip101": ([], []),
+        "kip279": ([], []),
+        "kip320": ([], []),
     },
 }
 
 
-@pytest.mark.parametrize(
-    ("name", "gen"), [(n, g) for n, by in EXPECTED.items() for g in by]
-)
+@pytest.mark.parametrize(("name", "gen"), [(n, g) for n, by in EXPECTED.items() for g in by])
 def test_catalogue_outcome(name: str, gen: str) -> None:
     j = run_scenario(load_scenario(SCENARIO_DIR / f"{name}.yaml"), gen).to_json()
     assert (j["lost_acked"], j["divergent_offsets"]) == EXPECTED[name][gen]

@@ -33,12 +33,21 @@ def test_matrix_model_only_writes_every_cell(tmp_path: Path) -> None:
     assert all(results.is_complete(c) for c in cells)
     runs = results.read_runs(out)
     assert len(runs) == len(cells) and runs["run_id"].is_unique
-    s1 = runs[(runs.scenario == "kip101-scenario1") & (runs.acks == "1")
-              & (runs.min_insync == 1) & ~runs.unclean.astype(bool)]
+    s1 = runs[
+        (runs.scenario == "kip101-scenario1")
+        & (runs.acks == "1")
+        & (runs.min_insync == 1)
+        & ~runs.unclean.astype(bool)
+    ]
     assert dict(zip(s1.protocol, s1.verdict, strict=True)) == {
-        "hw": "lost_acked", "kip101": "ok", "kip279": "ok", "kip320": "ok"}
-    writes = pq.read_table(s1.iloc[0:1].pipe(lambda d: out / "cells" / d.run_id.iloc[0])
-                           / "writes.parquet").to_pandas()
+        "hw": "lost_acked",
+        "kip101": "ok",
+        "kip279": "ok",
+        "kip320": "ok",
+    }
+    writes = pq.read_table(
+        s1.iloc[0:1].pipe(lambda d: out / "cells" / d.run_id.iloc[0]) / "writes.parquet"
+    ).to_pandas()
     assert set(writes.columns) == set(results.WRITES_SCHEMA.names)
 
 
@@ -47,11 +56,16 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
 ) -> None:
     out = tmp_path / "m"
     cmd = [sys.executable, "-m", "harness.matrix", *SMALL, "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
-    @retry(stop=stop_after_delay(60), wait=wait_fixed(0.05),
-           retry=retry_if_result(lambda n: n < 20))
+    @retry(
+        stop=stop_after_delay(60), wait=wait_fixed(0.05), retry=retry_if_result(lambda n: n < 20)
+    )
     def started() -> int:
         return sum(1 for c in cell_dirs(out) if results.is_complete(c))
 
@@ -78,12 +92,16 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
         assert (out / "cells" / n / "run.json").stat().st_mtime_ns == t
 
 
-def test_matrix_rejects_unknown_generation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_matrix_rejects_unknown_generation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert matrix_main(["--model-only", "--protocols", "kip999", "--out", str(tmp_path)]) == 2
     assert "unknown protocol generation 'kip999'" in capsys.readouterr().err
 
 
-def test_matrix_rejects_unknown_kafka_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_matrix_rejects_unknown_kafka_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert matrix_main(["--versions", "9.9.9", "--out", str(tmp_path)]) == 2
     assert "unknown Kafka version '9.9.9'" in capsys.readouterr().err
 
@@ -95,8 +113,23 @@ def test_advise_names_the_losing_orderings(capsys: pytest.CaptureFixture[str]) -
     # Safe settings still lose writes to power loss everywhere; nothing else in the catalogue.
     assert losing == {"power-loss-all-replicas", "kip101-scenario2"}
     assert out["explorer"] == []
-    assert advise_main(["--acks", "1", "--min-insync", "1", "--rf", "2", "--unclean",
-                        "--protocol", "hw", "--json"]) == 0
+    assert (
+        advise_main(
+            [
+                "--acks",
+                "1",
+                "--min-insync",
+                "1",
+                "--rf",
+                "2",
+                "--unclean",
+                "--protocol",
+                "hw",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     losing = {r["scenario"] for r in out["scenarios"] if r.get("loses_acked")}
     assert {"kip101-scenario1", "acks1-unclean-election", "jepsen-2013-isr-shrink"} <= losing

@@ -32,9 +32,13 @@ def scripts(draw: st.DrawFn) -> tuple[Config, list[Event]]:
         kind = draw(st.sampled_from(KIND_NAMES))
         hold = frozenset(draw(st.sets(st.integers(0, n - 1), max_size=1)))
         events.append(
-            Event(kind, replica=draw(st.integers(0, n - 1)), value=draw(st.integers(0, 3))
-                  if kind == "stale_checkpoint" else -1, hold=hold,
-                  unclean=draw(st.booleans()) if kind == "elect" else False)
+            Event(
+                kind,
+                replica=draw(st.integers(0, n - 1)),
+                value=draw(st.integers(0, 3)) if kind == "stale_checkpoint" else -1,
+                hold=hold,
+                unclean=draw(st.booleans()) if kind == "elect" else False,
+            )
         )
     return cfg, events
 

@@ -74,16 +74,28 @@ def test_every_shipped_scenario_plays_under_every_generation(path: Path) -> None
 
 def test_cli_json_reports_scenario1_loss() -> None:
     """The issue's acceptance command, run as a user would."""
-    cmd = [sys.executable, "-m", "harness.cli", "model",
-           str(SCENARIO_DIR / "kip101-scenario1.yaml"), "--json"]
-    hw = json.loads(subprocess.run([*cmd, "--protocol", "hw"], check=True,
-                                   capture_output=True, text=True).stdout)
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "model",
+        str(SCENARIO_DIR / "kip101-scenario1.yaml"),
+        "--json",
+    ]
+    hw = json.loads(
+        subprocess.run(
+            [*cmd, "--protocol", "hw"], check=True, capture_output=True, text=True
+        ).stdout
+    )
     assert "m2" in hw["lost_acked"]
     for key in ("replicas", "hw", "leo", "epochs", "acked", "lost_acked", "divergent_offsets"):
         assert key in hw
     assert all(isinstance(o, int) for o in hw["divergent_offsets"])
-    k101 = json.loads(subprocess.run([*cmd, "--protocol", "kip101"], check=True,
-                                     capture_output=True, text=True).stdout)
+    k101 = json.loads(
+        subprocess.run(
+            [*cmd, "--protocol", "kip101"], check=True, capture_output=True, text=True
+        ).stdout
+    )
     assert k101["lost_acked"] == []
     assert k101["epochs"]["A"] == [[0, 0]]
 

@@ -1,0 +1,28 @@
+# The two commands the README promises: `make demo` (main job) and `make test` (tests).
+.PHONY: setup test lint demo bench clean
+
+VENV := .venv/bin
+RESULTS ?= results
+
+setup:
+	bash scripts/setup.sh
+
+lint: setup
+	$(VENV)/ruff check .
+	$(VENV)/mypy
+
+test: setup lint
+	$(VENV)/python -m pytest -q
+
+demo: setup
+	$(VENV)/hwchaos explore --protocol hw --out $(RESULTS)/found || true
+	$(VENV)/hwchaos matrix --model-only --out $(RESULTS)/matrix
+	$(VENV)/hwchaos analyze $(RESULTS)/matrix
+
+bench: setup
+	$(VENV)/python benchmarks/bench_explorer.py
+	$(VENV)/python benchmarks/bench_segments.py
+	$(VENV)/python benchmarks/bench_analysis.py
+
+clean:
+	rm -rf $(RESULTS) .pytest_cache .mypy_cache .ruff_cache

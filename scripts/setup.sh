@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up hwchaos on a fresh machine: a virtualenv with the project and its dependencies,
+# and a Java runtime for Spark (and for Kafka brokers, when release trees are configured).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if ! command -v java >/dev/null 2>&1; then
+  echo "setup: no java on PATH; installing a headless JRE (Spark needs one)" >&2
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "setup: install a Java 17 runtime and run again" >&2
+    exit 1
+  fi
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[spark,dev]'
+echo "setup: ok ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))" >&2

@@ -27,11 +27,21 @@ def test_kip101_scenario1(gen: str) -> None:
     if gen == "hw":
         assert j["lost_acked"] == ["m2"]
         assert records(j, "A") == ["m1"]
-        assert j["lost_steps"] == {"m2": 9}  # the restart that truncated A to its HW
+        assert j["lost_steps"] == {"m2": 10}  # the restart that truncated A to its HW
     else:
         assert j["lost_acked"] == []
         assert records(j, "A") == ["m1", "m2"]
     assert j["divergent_offsets"] == []
+
+
+@pytest.mark.parametrize("gen", ALL_GENS)
+def test_kip101_scenario1_as_the_kip_tells_it(gen: str) -> None:
+    """A is still in the ISR when B dies: a clean election, and the same outcome."""
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1-kip-text.yaml")
+    res = run_scenario(sc, gen)
+    assert not sc.unclean
+    assert res.to_json()["lost_acked"] == (["m2"] if gen == "hw" else [])
+    assert "unclean" not in res.steps[-1].notes[0]
 
 
 @pytest.mark.parametrize("gen", ALL_GENS)

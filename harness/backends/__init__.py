@@ -1,0 +1,1 @@
+"""Cluster backends: local JVM processes and Docker containers."""

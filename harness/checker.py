@@ -1,0 +1,129 @@
+"""The *checker*: observed replica logs against the model's prediction, per replica/offset.
+
+A pandas outer join on (replica, offset) of the predicted and observed logs gives one row
+per position with a status: ``match``, ``missing`` (predicted, not on disk), ``extra`` (on
+disk, not predicted) or ``different`` (another record). Epochs are compared where the
+message format stores them and reported apart: which epoch number a controller hands out
+after simultaneous failures depends on how it batches ZooKeeper events, which the model does
+not pin, while records at offsets are the safety property under test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+
+@dataclass
+class Verdict:
+    verdict: str  # match | model_mismatch | step_prevented | error
+    model_match: bool
+    lost_acked: list[str]
+    predicted_lost_acked: list[str]
+    divergent_offsets: list[int]
+    predicted_divergent_offsets: list[int]
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    epoch_mismatches: list[dict[str, Any]] = field(default_factory=list)
+    first_differing_step: int | None = None
+    outcomes: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    def summary(self) -> str:
+        if self.verdict == "match":
+            what = []
+            if self.lost_acked:
+                what.append(f"lost acknowledged {self.lost_acked}")
+            if self.divergent_offsets:
+                what.append(f"divergent offsets {self.divergent_offsets}")
+            told = "; ".join(what) or "no loss, no divergence"
+            return f"model match: {told}, as predicted"
+        if self.verdict == "model_mismatch":
+            step = (
+                f" (first differing step {self.first_differing_step})"
+                if self.first_differing_step is not None
+                else ""
+            )
+            return f"MODEL MISMATCH{step}: {len(self.differences)} positions differ"
+        return f"{self.verdict}: {self.reason}"
+
+
+def diff_logs(predicted: pd.DataFrame, observed: pd.DataFrame) -> pd.DataFrame:
+    """Outer join of two (replica, offset, epoch, record) frames with a per-row status."""
+    cols = ["replica", "offset", "epoch", "record"]
+    p = predicted[cols].rename(columns={"epoch": "epoch_predicted", "record": "predicted"})
+    o = observed[cols].rename(columns={"epoch": "epoch_observed", "record": "observed"})
+    d = p.merge(o, on=["replica", "offset"], how="outer").sort_values(["replica", "offset"])
+    status = pd.Series("match", index=d.index)
+    status[d["observed"].isna()] = "missing"
+    status[d["predicted"].isna()] = "extra"
+    both = d["observed"].notna() & d["predicted"].notna()
+    status[both & (d["observed"] != d["predicted"])] = "different"
+    d["status"] = status
+    return d.reset_index(drop=True)
+
+
+def divergent_offsets(logs: pd.DataFrame) -> list[int]:
+    """Offsets at which two replicas hold different records."""
+    if logs.empty:
+        return []
+    n = logs.groupby("offset")["record"].nunique()
+    return sorted(int(o) for o in n[n > 1].index)
+
+
+def first_differing_step(
+    predicted_leo: list[dict[str, int]], observed_leo: list[dict[str, int]]
+) -> int | None:
+    """First step after which some replica's on-disk LEO differs from the prediction."""
+    for k, (p, o) in enumerate(zip(predicted_leo, observed_leo, strict=False)):
+        for name, leo in o.items():
+            if leo >= 0 and p.get(name) != leo:
+                return k
+    return None
+
+
+def check(
+    predicted: pd.DataFrame,
+    observed: pd.DataFrame,
+    lost_acked: list[str],
+    predicted_lost: list[str],
+    predicted_divergent: list[int],
+    compare_epochs: bool,
+    predicted_leo: list[dict[str, int]] | None = None,
+    observed_leo: list[dict[str, int]] | None = None,
+    outcomes: list[str] | None = None,
+) -> tuple[Verdict, pd.DataFrame]:
+    """The verdict of one run, and the per-position diff behind it."""
+    d = diff_logs(predicted, observed)
+    bad = d[d["status"] != "match"]
+    epochs: list[dict[str, Any]] = []
+    if compare_epochs:
+        both = d[(d["status"] == "match")]
+        ep = both[both["epoch_predicted"] != both["epoch_observed"]]
+        epochs = ep[["replica", "offset", "epoch_predicted", "epoch_observed"]].to_dict("records")
+    div = divergent_offsets(observed)
+    match = (
+        bad.empty
+        and sorted(lost_acked) == sorted(predicted_lost)
+        and div == sorted(predicted_divergent)
+    )
+    step = None
+    if not match and predicted_leo is not None and observed_leo is not None:
+        step = first_differing_step(predicted_leo, observed_leo)
+    verdict = Verdict(
+        verdict="match" if match else "model_mismatch",
+        model_match=match,
+        lost_acked=sorted(lost_acked),
+        predicted_lost_acked=sorted(predicted_lost),
+        divergent_offsets=div,
+        predicted_divergent_offsets=sorted(predicted_divergent),
+        differences=bad[["replica", "offset", "predicted", "observed", "status"]]
+        .astype(object)
+        .where(bad.notna(), None)
+        .to_dict("records"),
+        epoch_mismatches=epochs,
+        first_differing_step=step,
+        outcomes=outcomes or [],
+    )
+    return verdict, d

@@ -1,0 +1,121 @@
+"""The *db* of the Jepsen split: how a Kafka cluster starts, stops and is reached.
+
+Backends (``local`` JVM processes, ``docker`` containers) implement :class:`Cluster`; the
+nemesis, client, generator and checker only ever talk to this interface, so a scenario plays
+the same way on both. Names are the scenario's broker names (``A``, ``B``...); every cluster
+also runs one extra broker, the *controller broker*, that hosts no replica of the test
+partition: faults on replicas then never pause or kill the controller by accident, and
+controller behaviour stays what the scenario says.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROLLER = "controller"
+TOPIC = "hwchaos"
+PARTITION = 0
+
+DEFAULT_DISTS = Path("/opt/kafka-dists")
+
+
+class ClusterError(RuntimeError):
+    """A cluster could not be started or reached; the message is one line."""
+
+
+class BrokerUnavailable(ClusterError):
+    """No Kafka release tree (or Docker daemon) is configured on this machine."""
+
+
+def kafka_dists() -> Path | None:
+    """Where Kafka release trees live: ``$HWCHAOS_KAFKA_DISTS``, else /opt/kafka-dists."""
+    env = os.environ.get("HWCHAOS_KAFKA_DISTS")
+    path = Path(env) if env else DEFAULT_DISTS
+    return path if path.is_dir() else None
+
+
+@dataclass
+class TopicSpec:
+    """The test partition: replicas in preference order (first = initial leader)."""
+
+    replicas: list[str]
+    min_insync: int
+    unclean: bool
+    name: str = TOPIC
+
+
+@dataclass
+class BrokerSpec:
+    name: str
+    broker_id: int
+    port: int
+    data_dir: Path  # this broker's log.dirs (one dir)
+    props: dict[str, str] = field(default_factory=dict)
+
+
+class Cluster(ABC):
+    """One ZooKeeper, one controller broker and 2-5 replica brokers of one Kafka version."""
+
+    brokers: dict[str, BrokerSpec]
+
+    @abstractmethod
+    def start(self) -> None:
+        """Start ZooKeeper and every broker; return once all are registered."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop everything and release every process/container; idempotent, never raises."""
+
+    @abstractmethod
+    def bootstrap(self) -> str:
+        """``host:port,...`` for clients."""
+
+    @abstractmethod
+    def zk_connect(self) -> str:
+        """``host:port`` of ZooKeeper, for admin reads (controller, ISR, leader)."""
+
+    @abstractmethod
+    def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
+        """Broker ``name``'s log directory for the test partition (host path)."""
+
+    @abstractmethod
+    def log_dir(self, name: str) -> Path:
+        """Broker ``name``'s log.dirs entry: where the checkpoint files live."""
+
+    @abstractmethod
+    def start_broker(self, name: str) -> None:
+        """Start (or restart) one broker process with its own id, port and data dir."""
+
+    @abstractmethod
+    def signal(self, name: str, sig: int) -> None:
+        """Send a signal to one broker's JVM (SIGKILL, SIGTERM, SIGSTOP, SIGCONT)."""
+
+    @abstractmethod
+    def is_running(self, name: str) -> bool:
+        """Whether the broker's JVM process exists (a stopped process counts as running)."""
+
+    @abstractmethod
+    def wait_exit(self, name: str, timeout: float) -> None:
+        """Wait until the broker's process has exited (after SIGTERM or SIGKILL)."""
+
+    @abstractmethod
+    def create_topic(self, spec: TopicSpec) -> None:
+        """Create the test topic with an explicit replica assignment."""
+
+    def broker_log(self, name: str) -> Path | None:
+        """The broker's server log, copied into the run folder; None if unavailable."""
+        return None
+
+    def state_change_log(self, name: str) -> Path | None:
+        """The broker's state-change log (LeaderAndIsr handling), read by fences."""
+        return None
+
+    def __enter__(self) -> Cluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,499 @@
+"""The *generator*: plays a scenario's steps on a real cluster, each behind a fence.
+
+How a scripted ordering is made to happen on brokers that replicate continuously:
+
+- Followers are paused (SIGSTOP) between their own steps, so a follower copies records only
+  in its ``fetch`` steps; the leader and the controller broker always run. The ZooKeeper
+  session timeout is longer than any pause, so a paused follower is not declared dead.
+- ``fetch F`` resumes F and waits until F's log on disk has the leader's LEO and the leader
+  reports (as its high watermark) what the ISR now holds, then pauses F again.
+- ``restart F`` holds the leader (pauses it) while F starts, so F processes its
+  LeaderAndIsr (truncating to its HW before 0.11; before 0.11 nothing else can happen) but
+  cannot fetch until a later step; then F is paused and the leader resumed.
+- ``detect F`` deletes the dead broker's registration, which is what the expiry of its
+  ZooKeeper session does, and waits until the controller's decision is in ZooKeeper.
+- ``checkpoint``/``stale_checkpoint``/``flush`` decide what the files say after a crash or
+  power loss (the nemesis writes them); Kafka's own checkpoint and flush timers are hourly.
+
+Every fence is a bounded tenacity wait on observable state (ZooKeeper, files, the leader's
+answer); a fence that is not reached raises :class:`FenceTimeout` naming what was expected
+and what was seen. Steps that cannot be made to happen on real brokers raise
+:class:`StepPrevented` with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
+
+from harness import nemesis
+from harness.client import Delivery, Producer
+from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster, TopicSpec
+from harness.logformat import read_partition_dir
+from harness.versions import KafkaVersion
+from harness.zkview import PartitionView, ZkView
+from reference_model.events import Event
+from reference_model.run import RunResult, expand
+from reference_model.scenario import Scenario
+
+LAI_DONE = re.compile(
+    r"(?i)(completed LeaderAndIsr|become-(leader|follower) transition|"
+    r"Handling LeaderAndIsr.*partition)"
+)
+
+
+class FenceTimeout(RuntimeError):
+    """A step's precondition never became true; the run stops rather than guess."""
+
+
+class StepPrevented(RuntimeError):
+    """The step cannot be made to happen on this backend/version (a result, not a bug)."""
+
+
+@dataclass
+class Observation:
+    """What the cluster looked like after one step."""
+
+    step: int
+    event: str
+    seconds: float
+    leader: str
+    leader_epoch: int
+    isr: list[str]
+    leo: dict[str, int]  # on-disk LEO per replica (-1: no partition dir yet)
+    notes: list[str] = field(default_factory=list)
+
+
+def wait_until(
+    check: Callable[[], Any], what: str, timeout: float, seen: Callable[[], str] | None = None
+) -> Any:
+    """Poll ``check`` until it returns something truthy, or fail naming ``what``."""
+
+    @retry(
+        stop=stop_after_delay(timeout), wait=wait_fixed(0.1), retry=retry_if_result(lambda v: not v)
+    )
+    def poll() -> Any:
+        return check()
+
+    try:
+        return poll()
+    except RetryError:
+        now = seen() if seen is not None else "?"
+        msg = f"timed out after {timeout:.0f}s waiting for {what}; seen: {now}"
+        raise FenceTimeout(msg) from None
+
+
+class Playbook:
+    """Drives one scenario on one cluster. Use :meth:`setup`, then :meth:`step` per step."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        scenario: Scenario,
+        version: KafkaVersion,
+        prediction: RunResult,
+        timeout: float = 45.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.scenario = scenario
+        self.version = version
+        self.prediction = prediction
+        self.timeout = timeout
+        self.progress = progress or (lambda _m: None)
+        self.names = list(scenario.brokers)
+        self.ids = {n: cluster.brokers[n].broker_id for n in self.names}
+        self.by_id = {i: n for n, i in self.ids.items()}
+        self.down: set[str] = set()
+        self.held: set[str] = set()  # paused by the harness between steps
+        self.user_paused: set[str] = set()  # paused by a scenario step
+        self.flushed: dict[str, int] = {n: 0 for n in self.names}
+        self.checkpoint_hw: dict[str, int] = {}
+        self.zk = ZkView(cluster.zk_connect())
+        self.producer = Producer(cluster.bootstrap(), scenario.acks)
+        self._consumer: Any = None
+
+    # ------------------------------------------------------------------ observing
+
+    def view(self) -> PartitionView:
+        v = self.zk.partition()
+        if v is None:
+            raise FenceTimeout("the test partition has no state in ZooKeeper")
+        return v
+
+    def leader(self) -> str | None:
+        return self.by_id.get(self.view().leader)
+
+    def log(self, name: str) -> list[tuple[int, int, str]]:
+        """(offset, epoch, record) on broker ``name``'s disk, in offset order."""
+        pdir = self.cluster.partition_dir(name)
+        if not pdir.is_dir():
+            return []
+        return [(r.offset, r.epoch, r.record_id) for r in read_partition_dir(pdir, verify=False)]
+
+    def leo(self, name: str) -> int:
+        pdir = self.cluster.partition_dir(name)
+        if not pdir.is_dir():
+            return -1
+        entries = self.log(name)
+        return entries[-1][0] + 1 if entries else 0
+
+    def leader_hw(self) -> int:
+        """The HW as the leader reports it to consumers; -1 if it does not answer."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._consumer is None:
+            self._consumer = Consumer(
+                {
+                    "bootstrap.servers": self.cluster.bootstrap(),
+                    "group.id": "hwchaos-watermarks",
+                    "enable.auto.commit": False,
+                    "api.version.request": True,
+                    "broker.version.fallback": "0.10.0",
+                    "log_level": 3,
+                }
+            )
+        try:
+            _low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(TOPIC, PARTITION), timeout=2.0, cached=False
+            )
+            return int(high)
+        except Exception:  # "no answer" is the observation
+            return -1
+
+    def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
+        v = self.view()
+        return Observation(
+            step=step,
+            event=event,
+            seconds=round(seconds, 3),
+            leader=self.by_id.get(v.leader, ""),
+            leader_epoch=v.leader_epoch,
+            isr=[self.by_id[i] for i in v.isr if i in self.by_id],
+            leo={n: self.leo(n) for n in self.names},
+            notes=notes,
+        )
+
+    def _seen(self) -> str:
+        try:
+            v = self.view()
+            leos = {n: self.leo(n) for n in self.names}
+            return (
+                f"leader={self.by_id.get(v.leader, v.leader)} epoch={v.leader_epoch} "
+                f"isr={[self.by_id.get(i, i) for i in v.isr]} live={list(v.live)} "
+                f"leo={leos}"
+            )
+        except Exception as exc:
+            return f"(cluster unreadable: {exc})"
+
+    # ------------------------------------------------------------------ pausing
+
+    def _hold(self, name: str) -> None:
+        if name not in self.down and name not in self.held and self.cluster.is_running(name):
+            nemesis.pause(self.cluster, name)
+            self.held.add(name)
+
+    def _release(self, name: str) -> None:
+        if name in self.held:
+            nemesis.resume(self.cluster, name)
+            self.held.discard(name)
+
+    def _leader_ready(self, name: str) -> None:
+        """Resume a newly elected leader and wait until it answers as leader."""
+        self._release(name)
+        wait_until(
+            lambda: self.leader_hw() >= 0, f"{name} to serve as leader", self.timeout, self._seen
+        )
+
+    # ------------------------------------------------------------------ setup
+
+    def setup(self) -> None:
+        sc = self.scenario
+        order = [sc.brokers[sc.leader]] + [n for n in sc.brokers if n != sc.brokers[sc.leader]]
+        self.cluster.create_topic(TopicSpec(order, sc.min_insync, sc.unclean))
+        want_isr = tuple(sorted(self.ids.values()))
+        lead_id = self.ids[order[0]]
+
+        def ready() -> bool:
+            v = self.zk.partition()
+            return v is not None and v.leader == lead_id and v.isr == want_isr
+
+        wait_until(ready, f"{order[0]} to lead with ISR {sorted(order)}", self.timeout, self._seen)
+        wait_until(
+            lambda: all(self.leo(n) == 0 for n in self.names),
+            "every replica to create its partition dir",
+            self.timeout,
+            self._seen,
+        )
+        self._leader_ready(order[0])
+        for n in order[1:]:
+            self._hold(n)
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, k: int, ev: Event) -> Observation:
+        t0 = time.perf_counter()
+        before = self.prediction.steps[k - 1].state
+        notes: list[str] = []
+        cfg = self.prediction.config
+        for e in expand(cfg, before, ev, self.scenario.records_per_produce):
+            notes.append(self._apply(k, e) or "")
+        text = ev.describe(cfg.brokers)
+        obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
+        self.progress(
+            f"step {k:>2}/{len(self.scenario.steps)} {text:<32} "
+            f"{obs.seconds:5.1f}s  leader={obs.leader or '-'} "
+            f"epoch={obs.leader_epoch} leo={obs.leo}"
+        )
+        return obs
+
+    def _apply(self, k: int, ev: Event) -> str:
+        name = self.names[ev.replica] if ev.replica >= 0 else ""
+        handler = getattr(self, f"do_{ev.kind}", None)
+        if handler is None:
+            raise StepPrevented(
+                f"step {k}: '{ev.kind}' cannot be scripted on real brokers: "
+                f"{UNSUPPORTED.get(ev.kind, 'not implemented')}"
+            )
+        result: str = handler(k, ev, name)
+        return result
+
+    def do_produce(self, k: int, ev: Event, _name: str) -> str:
+        if ev.replica >= 0:
+            raise StepPrevented(
+                f"step {k}: 'produce to a chosen broker' needs a producer with "
+                "stale metadata; librdkafka always routes to the leader"
+            )
+        out = []
+        for record in ev.record.split(","):
+            d = self.producer.send(record)
+            lead = self.leader()
+
+            def done(rec: str = record, lead: str | None = lead, d: Delivery = d) -> bool:
+                self.producer.poll(0.05)
+                if d.status != "pending":
+                    return True
+                return lead is not None and any(r == rec for _, _, r in self.log(lead))
+
+            wait_until(done, f"{record} to be acknowledged or appended", self.timeout, self._seen)
+            out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+        return "; ".join(out)
+
+    def _caught_up(self, name: str) -> None:
+        lead = self.leader()
+        if lead is None or lead in self.down or lead == name:
+            return
+        wait_until(
+            lambda: self.leo(name) == self.leo(lead) >= 0,
+            f"{name} to reach the leader's LEO",
+            self.timeout,
+            self._seen,
+        )
+        isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
+        settled = min(self.leo(n) for n in isr if n not in self.down)
+        wait_until(
+            lambda: self.leader_hw() >= settled,
+            f"leader HW to reach {settled}",
+            self.timeout,
+            self._seen,
+        )
+        deadline = time.monotonic() + 2.0
+        while self.producer.outstanding() and time.monotonic() < deadline:
+            self.producer.poll(0.05)  # bounded: drains reports for what the HW now covers
+
+    def do_fetch(self, k: int, ev: Event, name: str) -> str:
+        if name in self.down:
+            return f"{name} is down"
+        if name in self.user_paused:
+            return f"{name} is paused"
+        if self.leader() == name:
+            return f"{name} leads"
+        self._release(name)
+        try:
+            self._caught_up(name)
+        finally:
+            self._hold(name)
+        return ""
+
+    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see README
+
+    def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
+        if not self.version.epoch_on_disk:
+            return "no OffsetsForLeaderEpoch before 0.11"
+        return self.do_fetch(k, ev, name)
+
+    def do_checkpoint(self, k: int, ev: Event, name: str) -> str:
+        hw = self.prediction.steps[k].state.replicas[ev.replica].checkpoint_hw
+        self.checkpoint_hw[name] = hw
+        return f"{name}'s replication-offset-checkpoint will say {hw}"
+
+    def do_stale_checkpoint(self, k: int, ev: Event, name: str) -> str:
+        self.checkpoint_hw[name] = ev.value
+        if name in self.down:
+            nemesis.write_hw_checkpoint(self.cluster, name, ev.value)
+        return ""
+
+    def do_flush(self, k: int, ev: Event, name: str) -> str:
+        self.flushed[name] = max(self.leo(name), 0)
+        return ""
+
+    def _after_kill(self, name: str) -> None:
+        self.down.add(name)
+        self.held.discard(name)
+        self.user_paused.discard(name)
+        if name in self.checkpoint_hw:
+            nemesis.write_hw_checkpoint(self.cluster, name, self.checkpoint_hw[name])
+
+    def do_crash(self, k: int, ev: Event, name: str) -> str:
+        if name in self.down:
+            return f"{name} is already down"
+        nemesis.crash(self.cluster, name)
+        self._after_kill(name)
+        return ""
+
+    def do_power_loss(self, k: int, ev: Event, name: str) -> str:
+        lost = nemesis.power_loss(self.cluster, name, self.flushed[name])
+        self._after_kill(name)
+        return f"{lost} unflushed bytes lost"
+
+    def do_clean_shutdown(self, k: int, ev: Event, name: str) -> str:
+        self._release(name)
+        nemesis.clean_stop(self.cluster, name)
+        self.down.add(name)
+        self._await_controller(name)
+        return ""
+
+    def do_pause(self, k: int, ev: Event, name: str) -> str:
+        self._hold(name)
+        self.held.discard(name)
+        self.user_paused.add(name)
+        return ""
+
+    def do_resume(self, k: int, ev: Event, name: str) -> str:
+        if name in self.user_paused:
+            nemesis.resume(self.cluster, name)
+            self.user_paused.discard(name)
+        return ""
+
+    def _await_controller(self, name: str) -> None:
+        """Wait until the controller has acted on ``name``'s failure, then settle the leader."""
+        bid = self.ids[name]
+        before = self.view()
+
+        def acted() -> bool:
+            v = self.view()
+            if bid in v.live:
+                return False
+            if before.leader == bid:
+                return v.leader != bid
+            if bid in before.isr and len(before.isr) > 1:
+                return bid not in v.isr
+            return True
+
+        wait_until(acted, f"the controller to act on {name}'s failure", self.timeout, self._seen)
+        lead = self.leader()
+        if lead is not None and lead not in self.down:
+            self._leader_ready(lead)
+
+    def do_detect(self, k: int, ev: Event, name: str) -> str:
+        if ev.hold:
+            raise StepPrevented(
+                f"step {k}: holding back LeaderAndIsr needs a network fault "
+                "between the controller and one broker"
+            )
+        if name not in self.down:
+            raise StepPrevented(f"step {k}: detect {name}: a live broker's session does not expire")
+        self.zk.expire_registration(self.ids[name])
+        self._await_controller(name)
+        return ""
+
+    def do_restart(self, k: int, ev: Event, name: str) -> str:
+        before = self.prediction.steps[k - 1].state
+        if ev.replica in before.controller.live:
+            raise StepPrevented(
+                f"step {k}: restart {name} before the controller noticed its failure: a "
+                f"ZooKeeper-mode controller sees every bounce (the old session must expire "
+                f"before {name} can register again); add 'detect: {name}' before it"
+            )
+        if name not in self.down:
+            return f"{name} is already running"
+        lead = self.leader()
+        if lead is not None and lead not in self.down:
+            self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
+        marker = self._lai_count(name)
+        self.cluster.start_broker(name)
+        self.down.discard(name)
+        wait_until(
+            lambda: self.ids[name] in self.view().live,
+            f"{name} to register",
+            self.timeout,
+            self._seen,
+        )
+        wait_until(
+            lambda: self._lai_count(name) > marker,
+            f"{name} to process its LeaderAndIsr",
+            self.timeout,
+            self._seen,
+        )
+        new_lead = self.leader()
+        if new_lead == name:
+            if lead is not None and lead != name:
+                self._release(lead)
+            self._leader_ready(name)
+        else:
+            self._hold(name)
+            if new_lead is not None:
+                self._leader_ready(new_lead)
+        return ""
+
+    def _lai_count(self, name: str) -> int:
+        path = self.cluster.state_change_log(name)
+        if path is None or not path.exists():
+            return 0
+        text = path.read_text(errors="replace")
+        return sum(1 for line in text.splitlines() if LAI_DONE.search(line) and TOPIC in line)
+
+    # ------------------------------------------------------------------ end
+
+    def finish(self) -> dict[str, Any]:
+        """Read what the run left: producer reports, final state, halted brokers."""
+        self.producer.close(timeout=5.0)
+        v = self.zk.partition()
+        halted = [
+            n
+            for n in self.names
+            if n not in self.down
+            and n not in self.held
+            and n not in self.user_paused
+            and not self.cluster.is_running(n)
+        ]
+        return {
+            "deliveries": {r: vars(d) for r, d in self.producer.deliveries.items()},
+            "leader": self.by_id.get(v.leader) if v else None,
+            "leader_epoch": v.leader_epoch if v else -1,
+            "isr": [self.by_id[i] for i in v.isr if i in self.by_id] if v else [],
+            "halted": halted,
+        }
+
+    def close(self) -> None:
+        for n in list(self.held) + list(self.user_paused):
+            if n != CONTROLLER:
+                nemesis.resume(self.cluster, n)
+        self.held.clear()
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+        self.zk.close()
+
+
+UNSUPPORTED = {
+    "isr_shrink": "the leader shrinks the ISR only after replica.lag.time.max.ms of lag",
+    "elect": "a forced election of a chosen replica has no admin API before 2.4",
+    "leader_and_isr": "holding back a LeaderAndIsr needs a network fault",
+}

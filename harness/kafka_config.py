@@ -1,0 +1,80 @@
+"""Broker and ZooKeeper settings shared by every backend.
+
+Why each setting: the harness, not Kafka's timers, decides when things happen.
+
+- ``replica.high.watermark.checkpoint.interval.ms`` is an hour: the scenario's ``checkpoint``
+  steps decide what ``replication-offset-checkpoint`` says at a crash (the nemesis writes it),
+  so a background checkpoint never races a step.
+- ``replica.lag.time.max.ms`` is long: followers are paused between their fetch steps and
+  must not drop out of the ISR on their own; ``isr_shrink`` is a scripted step.
+- ``zookeeper.session.timeout.ms`` bounds how long a pause may last before the controller
+  declares the broker dead, and how long a ``detect`` step waits after a crash.
+- ``auto.leader.rebalance.enable=false``: no preferred-leader election behind the script.
+- one partition, explicit assignment, no auto-created topics.
+"""
+
+from __future__ import annotations
+
+from harness.versions import KafkaVersion
+
+SESSION_TIMEOUT_MS = 12_000
+LAG_TIME_MAX_MS = 600_000
+
+
+def broker_properties(
+    version: KafkaVersion,
+    broker_id: int,
+    host: str,
+    port: int,
+    log_dir: str,
+    zk_connect: str,
+) -> dict[str, str]:
+    """server.properties for one broker (the same for local processes and containers)."""
+    props = {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://{host}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "log.dirs": log_dir,
+        "zookeeper.connect": zk_connect,
+        "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "zookeeper.connection.timeout.ms": "30000",
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "auto.leader.rebalance.enable": "false",
+        "delete.topic.enable": "true",
+        "controlled.shutdown.enable": "true",
+        "replica.high.watermark.checkpoint.interval.ms": "3600000",
+        "replica.lag.time.max.ms": str(LAG_TIME_MAX_MS),
+        "replica.fetch.wait.max.ms": "100",
+        "replica.fetch.backoff.ms": "100",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.io.threads": "2",
+        "num.network.threads": "2",
+        "num.replica.fetchers": "1",
+        "background.threads": "2",
+        "log.cleaner.enable": "false",
+        "log.flush.interval.messages": "9223372036854775807",
+        "log.flush.scheduler.interval.ms": "3600000",
+        "log.flush.offset.checkpoint.interval.ms": "3600000",
+    }
+    props.update(version.broker_props)
+    return props
+
+
+def zookeeper_properties(data_dir: str, port: int, host: str = "127.0.0.1") -> dict[str, str]:
+    return {
+        "dataDir": data_dir,
+        "clientPort": str(port),
+        "clientPortAddress": host,
+        "maxClientCnxns": "0",
+        "tickTime": "2000",
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "*",
+    }
+
+
+def render(props: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in sorted(props.items()))

@@ -1,0 +1,80 @@
+"""``hwchaos run SCENARIO --kafka VERSION``: play a scenario on real brokers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from harness.db import BrokerUnavailable
+from harness.runner import play
+from harness.scenarios import load_scenario
+from harness.versions import CATALOGUE, resolve_version
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos run", description=__doc__)
+    p.add_argument("scenario")
+    p.add_argument("--kafka", required=True, help=f"version: {', '.join(CATALOGUE)}")
+    p.add_argument("--backend", choices=["local", "docker"], default="local")
+    p.add_argument("--out", default="runs", help="parent folder of run folders")
+    p.add_argument("--json", action="store_true", help="print the verdict object")
+    p.add_argument("--acks", choices=["0", "1", "all"])
+    p.add_argument("--min-insync", type=int)
+    p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--records", type=int)
+    args = p.parse_args(argv)
+    try:
+        version = resolve_version(args.kafka)
+    except ValueError as exc:
+        print(f"hwchaos run: {exc}", file=sys.stderr)
+        return 2
+    scenario = load_scenario(args.scenario).with_overrides(
+        acks=args.acks, min_insync=args.min_insync, unclean=args.unclean, records=args.records
+    )
+    run_id = f"{scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
+    folder = Path(args.out) / run_id
+    try:
+        info, _pred, verdict = play(
+            scenario,
+            version,
+            args.backend,
+            folder,
+            run_id,
+            progress=lambda m: print(m, file=sys.stderr, flush=True),
+        )
+    except BrokerUnavailable as exc:
+        print(f"hwchaos run: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        out = {
+            "verdict": info.verdict,
+            "model_match": info.model_match,
+            "replicas": _replicas(folder),
+            "lost_acked": info.lost_acked,
+            "divergent_offsets": info.divergent_offsets,
+            "outcomes": info.outcomes,
+            "failure": info.extra.get("failure", ""),
+            "run_folder": str(folder),
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
+        print(f"run folder: {folder} (report.html)")
+    return 0 if info.model_match else 1
+
+
+def _replicas(folder: Path) -> dict[str, list[dict[str, object]]]:
+    import pyarrow.parquet as pq
+
+    df = pq.read_table(folder / "replicas.parquet").to_pandas()
+    obs = df[df.source == "observed"].sort_values(["replica", "offset"])
+    return {
+        str(n): [
+            {"offset": int(r.offset), "epoch": int(r.epoch), "record": str(r.record)}
+            for r in g.itertuples()
+        ]
+        for n, g in obs.groupby("replica")
+    }

@@ -1,0 +1,224 @@
+"""One scenario on real brokers, end to end: cluster, playbook, read-back, verdict, files.
+
+The run folder holds everything needed to judge the run without re-running it: the
+scenario, the model's trace, the observed logs (Parquet), the broker logs, the verdict
+(JSON) and an HTML report. Whatever happens (a fence times out, a step is prevented,
+Ctrl-C), every JVM/container is stopped before this returns or raises.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from harness import results
+from harness.checker import Verdict, check
+from harness.db import Cluster, ClusterError
+from harness.generator import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.report import write_report
+from harness.versions import KafkaVersion, resolve_version
+from reference_model.run import RunResult, run_scenario
+from reference_model.scenario import Scenario, to_document
+
+
+def make_cluster(
+    version: KafkaVersion, backend: str, names: list[str], workdir: Path, run_id: str
+) -> Cluster:
+    if backend == "local":
+        from harness.backends.local import LocalCluster
+
+        return LocalCluster(version, names, workdir)
+    if backend == "docker":
+        from harness.backends.docker import DockerCluster, docker_available
+
+        reason = docker_available()
+        if reason is not None:
+            from harness.db import BrokerUnavailable
+
+            raise BrokerUnavailable(reason)
+        cluster: Cluster = DockerCluster(version, names, workdir, run_id)
+        return cluster
+    raise ValueError(f"unknown backend {backend!r} (local, docker)")
+
+
+def _observed_rows(
+    run_id: str, logs: dict[str, list[tuple[int, int, str]]]
+) -> list[dict[str, Any]]:
+    return [
+        {"run_id": run_id, "source": "observed", "replica": n, "offset": o, "epoch": e, "record": r}
+        for n, entries in logs.items()
+        for o, e, r in entries
+    ]
+
+
+def play(
+    scenario: Scenario,
+    version: KafkaVersion,
+    backend: str,
+    folder: Path,
+    run_id: str,
+    progress: Callable[[str], None],
+) -> tuple[results.RunInfo, RunResult, Verdict | None]:
+    """Play ``scenario`` and write the run folder; returns what was written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "scenario.yaml").write_text(yaml.safe_dump(to_document(scenario), sort_keys=False))
+    prediction = run_scenario(scenario, version.generation)
+    (folder / "model.json").write_text(json.dumps(prediction.to_json(), indent=2))
+    workdir = folder / "cluster"
+    observations: list[Observation] = []
+    logs: dict[str, list[tuple[int, int, str]]] = {}
+    finish: dict[str, Any] = {}
+    failure = ""
+    status = "ok"
+    t0 = time.perf_counter()
+    cluster = make_cluster(version, backend, list(scenario.brokers), workdir, run_id)
+    try:
+        progress(
+            f"starting {backend} cluster: Kafka {version.name} "
+            f"({version.generation}), brokers {list(scenario.brokers)}"
+        )
+        cluster.start()
+        progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
+        book = Playbook(cluster, scenario, version, prediction, progress=progress)
+        try:
+            book.setup()
+            for k, ev in enumerate(scenario.steps, start=1):
+                observations.append(book.step(k, ev))
+            finish = book.finish()
+        except StepPrevented as exc:
+            status, failure = "step_prevented", str(exc)
+        except FenceTimeout as exc:
+            status, failure = "fence_timeout", str(exc)
+        finally:
+            logs = {n: book.log(n) for n in scenario.brokers}
+            book.close()
+    except ClusterError as exc:
+        status, failure = "error", str(exc)
+    finally:
+        cluster.close()
+        _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+    elapsed = time.perf_counter() - t0
+
+    predicted = pd.DataFrame(prediction.replica_rows(run_id))
+    observed = pd.DataFrame(
+        _observed_rows(run_id, logs),
+        columns=["run_id", "source", "replica", "offset", "epoch", "record"],
+    )
+    verdict: Verdict | None = None
+    deliveries = finish.get("deliveries", {})
+    lost: list[str] = []
+    if status == "ok":
+        final_leader = finish.get("leader") or (finish.get("isr") or [None])[0]
+        lead_log = {o: r for o, _e, r in logs.get(final_leader or "", [])}
+        for rec, d in deliveries.items():
+            if d["status"] == "acked" and lead_log.get(d["offset"]) != rec:
+                lost.append(rec)
+        outcomes = []
+        if finish.get("leader") is None:
+            outcomes.append("offline")
+        outcomes += [f"broker_halted:{n}" for n in finish.get("halted", [])]
+        pj = prediction.to_json()
+        predicted_leo = [
+            {n: r.leo for n, r in zip(scenario.brokers, s.state.replicas, strict=True)}
+            for s in prediction.steps[1:]
+        ]
+        verdict, diff = check(
+            predicted,
+            observed if not observed.empty else predicted.iloc[0:0],
+            lost,
+            pj["lost_acked"],
+            pj["divergent_offsets"],
+            version.epoch_on_disk,
+            predicted_leo,
+            [o.leo for o in observations],
+            outcomes,
+        )
+        if sorted(outcomes) != sorted(pj["outcomes"]):
+            verdict.model_match = False
+            verdict.verdict = "model_mismatch"
+        diff.to_parquet(folder / "diff.parquet")
+    info = results.RunInfo(
+        run_id=run_id,
+        scenario=scenario.name,
+        version=version.name,
+        protocol=version.generation,
+        backend=backend,
+        acks=scenario.acks,
+        min_insync=scenario.min_insync,
+        unclean=scenario.unclean,
+        rf=scenario.rf,
+        records=scenario.records_per_produce,
+        verdict=verdict.verdict if verdict else status,
+        model_match=bool(verdict and verdict.model_match),
+        lost_acked=verdict.lost_acked if verdict else [],
+        divergent_offsets=verdict.divergent_offsets if verdict else [],
+        outcomes=verdict.outcomes if verdict else [],
+        extra={
+            "seconds": round(elapsed, 2),
+            "failure": failure,
+            "deliveries": deliveries,
+            "final": {k: v for k, v in finish.items() if k != "deliveries"},
+        },
+    )
+    writes = prediction.write_rows(run_id) + [
+        {
+            "run_id": run_id,
+            "source": "observed",
+            "record": r,
+            "status": d["status"],
+            "offset": d["offset"],
+            "acked": d["status"] == "acked",
+            "lost": r in lost,
+            "lost_step": -1,
+            "lost_event": "",
+        }
+        for r, d in deliveries.items()
+    ]
+    replicas = prediction.replica_rows(run_id) + observed.to_dict("records")
+    results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
+    verdict_doc = {
+        **asdict(info),
+        "verdict_detail": asdict(verdict) if verdict else None,
+        "run_folder": str(folder),
+    }
+    (folder / "verdict.json").write_text(json.dumps(verdict_doc, indent=2, default=str))
+    (folder / "observations.json").write_text(
+        json.dumps([asdict(o) for o in observations], indent=2)
+    )
+    write_report(
+        folder / "report.html", scenario, version, prediction, logs, observations, info, verdict
+    )
+    if status != "ok" or not (workdir / "KEEP").exists():
+        shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
+    return info, prediction, verdict
+
+
+def _copy_broker_logs(workdir: Path, dest: Path, names: list[str]) -> None:
+    for name in ["zookeeper", "controller", *names]:
+        src = workdir / name / "logs"
+        if src.is_dir():
+            shutil.copytree(src, dest / name, dirs_exist_ok=True)
+
+
+def run_on_brokers(
+    scenario: Scenario, version_name: str, backend: str, folder: Path, run_id: str
+) -> bool:
+    """Matrix entry point: play one cell; True when the run reached a verdict."""
+    info, _, _ = play(
+        scenario,
+        resolve_version(version_name),
+        backend,
+        folder,
+        run_id,
+        progress=lambda m: print(f"  {m}", file=sys.stderr),
+    )
+    return info.verdict in ("match", "model_mismatch", "step_prevented")

@@ -1,0 +1,81 @@
+"""What the controller has decided, read from ZooKeeper (the source of truth in ZK mode).
+
+Fences wait on this: who leads, at which leader epoch, the ISR, which brokers are
+registered, which broker is the controller. Also the one write the harness makes to
+ZooKeeper: deleting a *dead* broker's registration so the controller notices the failure
+now instead of after the session timeout (``detect`` steps) - exactly what session expiry
+would do, minus the wait.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from harness.db import PARTITION, TOPIC
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    leader: int  # -1 when offline
+    leader_epoch: int
+    isr: tuple[int, ...]
+    live: tuple[int, ...]  # registered broker ids
+    controller: int
+
+
+class ZkView:
+    """A short-lived read-mostly ZooKeeper client (kazoo)."""
+
+    def __init__(self, connect: str, timeout: float = 10.0) -> None:
+        from kazoo.client import KazooClient
+
+        self._zk: Any = KazooClient(hosts=connect, timeout=timeout, read_only=False)
+        self._zk.start(timeout=timeout)
+
+    def close(self) -> None:
+        try:
+            self._zk.stop()
+            self._zk.close()
+        except Exception:  # closing must never mask the real error
+            pass
+
+    def __enter__(self) -> ZkView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def live_brokers(self) -> tuple[int, ...]:
+        if not self._zk.exists("/brokers/ids"):
+            return ()
+        return tuple(sorted(int(x) for x in self._zk.get_children("/brokers/ids")))
+
+    def controller(self) -> int:
+        if not self._zk.exists("/controller"):
+            return -1
+        data, _ = self._zk.get("/controller")
+        return int(json.loads(data.decode())["brokerid"])
+
+    def partition(self, topic: str = TOPIC, partition: int = PARTITION) -> PartitionView | None:
+        path = f"/brokers/topics/{topic}/partitions/{partition}/state"
+        if not self._zk.exists(path):
+            return None
+        data, _ = self._zk.get(path)
+        state = json.loads(data.decode())
+        return PartitionView(
+            leader=int(state["leader"]),
+            leader_epoch=int(state["leader_epoch"]),
+            isr=tuple(sorted(int(b) for b in state["isr"])),
+            live=self.live_brokers(),
+            controller=self.controller(),
+        )
+
+    def expire_registration(self, broker_id: int) -> bool:
+        """Delete a dead broker's ephemeral registration, as session expiry would."""
+        path = f"/brokers/ids/{broker_id}"
+        if not self._zk.exists(path):
+            return False
+        self._zk.delete(path)
+        return True

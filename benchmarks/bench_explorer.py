@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reference_model.explorer import Bounds, explore  # noqa: E402
-from reference_model.generations import GENERATIONS, generation  # noqa: E402
+from reference_model.explorer import Bounds, explore
+from reference_model.generations import GENERATIONS, generation
 
 CASES = [
     ("default", Bounds()),

@@ -75,8 +75,8 @@ def divergent_offsets(logs: pd.DataFrame) -> list[int]:
 def first_differing_step(
     predicted_leo: list[dict[str, int]], observed_leo: list[dict[str, int]]
 ) -> int | None:
-    """First step after which some replica's on-disk LEO differs from the prediction."""
-    for k, (p, o) in enumerate(zip(predicted_leo, observed_leo, strict=False)):
+    """First step (1-based) after which some replica's on-disk LEO differs from the model."""
+    for k, (p, o) in enumerate(zip(predicted_leo, observed_leo, strict=False), start=1):
         for name, leo in o.items():
             if leo >= 0 and p.get(name) != leo:
                 return k

@@ -50,7 +50,8 @@ class Producer:
                 "topic.metadata.refresh.interval.ms": 500,
                 "api.version.request": True,
                 "broker.version.fallback": "0.10.0",
-                "log_level": 3,
+                "reconnect.backoff.max.ms": 500,
+                "log_level": 0,  # refused connections to dead brokers are expected here
             }
         )
 
@@ -79,6 +80,15 @@ class Producer:
         )
         self._p.poll(0)
         return d
+
+    def leader_id(self) -> int:
+        """The partition leader in this producer's freshly fetched metadata (-1: none)."""
+        try:
+            md = self._p.list_topics(TOPIC, timeout=2.0)
+            part = md.topics[TOPIC].partitions.get(PARTITION)
+            return int(part.leader) if part is not None and md.topics[TOPIC].error is None else -1
+        except Exception:  # no answer is an observation too
+            return -1
 
     def poll(self, timeout: float = 0.05) -> None:
         self._p.poll(timeout)

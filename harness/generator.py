@@ -42,10 +42,7 @@ from reference_model.events import Event
 from reference_model.run import RunResult, expand
 from reference_model.scenario import Scenario
 
-LAI_DONE = re.compile(
-    r"(?i)(completed LeaderAndIsr|become-(leader|follower) transition|"
-    r"Handling LeaderAndIsr.*partition)"
-)
+LAI_DONE = re.compile(r"(?i)(completed|finished) LeaderAndIsr request")
 
 
 class FenceTimeout(RuntimeError):
@@ -145,7 +142,11 @@ class Playbook:
         return entries[-1][0] + 1 if entries else 0
 
     def leader_hw(self) -> int:
-        """The HW as the leader reports it to consumers; -1 if it does not answer."""
+        """The HW as the leader reports it to consumers; -1 if it does not answer.
+
+        A consumer that saw brokers die can keep stale connections for a while, so one that
+        fails is replaced by a fresh one for the next poll.
+        """
         from confluent_kafka import Consumer, TopicPartition
 
         if self._consumer is None:
@@ -154,9 +155,9 @@ class Playbook:
                     "bootstrap.servers": self.cluster.bootstrap(),
                     "group.id": "hwchaos-watermarks",
                     "enable.auto.commit": False,
-                    "api.version.request": True,
-                    "broker.version.fallback": "0.10.0",
-                    "log_level": 3,
+                    "topic.metadata.refresh.interval.ms": 250,
+                    "metadata.max.age.ms": 1000,
+                    "log_level": 0,  # connection noise while brokers die is expected
                 }
             )
         try:
@@ -165,6 +166,9 @@ class Playbook:
             )
             return int(high)
         except Exception:  # "no answer" is the observation
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+            self._consumer = None
             return -1
 
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
@@ -270,6 +274,15 @@ class Playbook:
                 f"step {k}: 'produce to a chosen broker' needs a producer with "
                 "stale metadata; librdkafka always routes to the leader"
             )
+        self._wake_leader()
+        lead_id = self.view().leader
+        if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
+            wait_until(
+                lambda: self.producer.leader_id() == lead_id,
+                "the producer's metadata to name the current leader",
+                self.timeout,
+                self._seen,
+            )
         out = []
         for record in ev.record.split(","):
             d = self.producer.send(record)
@@ -285,16 +298,35 @@ class Playbook:
             out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
         return "; ".join(out)
 
-    def _caught_up(self, name: str) -> None:
+    def _truncations(self, name: str) -> int:
+        """How many truncation decisions ("Truncating ...") the broker has logged."""
+        path = self.cluster.broker_log(name)
+        if path is None or not path.exists():
+            return 0
+        return path.read_text(errors="replace").count("Truncating")
+
+    def _caught_up(self, name: str, truncations_before: int) -> None:
+        """Fence of a fetch step: the follower finished at least one full fetch round.
+
+        Equal LEOs alone are not enough from 0.11 on: a follower that still has to truncate
+        (OffsetsForLeaderEpoch) can have the leader's LEO with other records. So: equal
+        LEOs, and either identical logs, or a truncation decision logged since the resume
+        (the divergent outcomes KIP-279 fixed), or a pre-0.11 version, which truncates only
+        while processing LeaderAndIsr, before its fetcher starts.
+        """
         lead = self.leader()
         if lead is None or lead in self.down or lead == name:
             return
-        wait_until(
-            lambda: self.leo(name) == self.leo(lead) >= 0,
-            f"{name} to reach the leader's LEO",
-            self.timeout,
-            self._seen,
-        )
+
+        def done() -> bool:
+            mine, theirs = self.log(name), self.log(lead)
+            if len(mine) != len(theirs):
+                return False
+            if [r for _, _, r in mine] == [r for _, _, r in theirs]:
+                return True
+            return not self.version.epoch_on_disk or self._truncations(name) > truncations_before
+
+        wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
         wait_until(
@@ -307,6 +339,17 @@ class Playbook:
         while self.producer.outstanding() and time.monotonic() < deadline:
             self.producer.poll(0.05)  # bounded: drains reports for what the HW now covers
 
+    def _wake_leader(self) -> None:
+        """A leader held during a restart is resumed only when a step needs it.
+
+        Resuming it earlier would answer the restarted follower's first fetch request, and
+        that answer would be applied whenever the follower next runs, even after the leader
+        died: a fetch the scenario never scripted.
+        """
+        lead = self.leader()
+        if lead is not None and lead in self.held:
+            self._leader_ready(lead)
+
     def do_fetch(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
             return f"{name} is down"
@@ -314,9 +357,11 @@ class Playbook:
             return f"{name} is paused"
         if self.leader() == name:
             return f"{name} leads"
+        self._wake_leader()
+        before = self._truncations(name)
         self._release(name)
         try:
-            self._caught_up(name)
+            self._caught_up(name, before)
         finally:
             self._hold(name)
         return ""
@@ -363,6 +408,7 @@ class Playbook:
         return f"{lost} unflushed bytes lost"
 
     def do_clean_shutdown(self, k: int, ev: Event, name: str) -> str:
+        self._wake_leader()
         self._release(name)
         nemesis.clean_stop(self.cluster, name)
         self.down.add(name)
@@ -447,9 +493,7 @@ class Playbook:
                 self._release(lead)
             self._leader_ready(name)
         else:
-            self._hold(name)
-            if new_lead is not None:
-                self._leader_ready(new_lead)
+            self._hold(name)  # the leader stays held until a step needs it
         return ""
 
     def _lai_count(self, name: str) -> int:
@@ -457,7 +501,7 @@ class Playbook:
         if path is None or not path.exists():
             return 0
         text = path.read_text(errors="replace")
-        return sum(1 for line in text.splitlines() if LAI_DONE.search(line) and TOPIC in line)
+        return sum(1 for line in text.splitlines() if LAI_DONE.search(line))
 
     # ------------------------------------------------------------------ end
 

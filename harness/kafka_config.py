@@ -10,7 +10,9 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
 - ``zookeeper.session.timeout.ms`` bounds how long a pause may last before the controller
   declares the broker dead, and how long a ``detect`` step waits after a crash.
 - ``auto.leader.rebalance.enable=false``: no preferred-leader election behind the script.
-- one partition, explicit assignment, no auto-created topics.
+- one partition, explicit assignment, no auto-created topics; ``__consumer_offsets`` (which
+  the watermark queries' group lookups would otherwise create across the test brokers) is
+  pre-created with one partition on the controller broker, out of harm's way.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ def broker_properties(
         "replica.fetch.wait.max.ms": "100",
         "replica.fetch.backoff.ms": "100",
         "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "1",
         "transaction.state.log.replication.factor": "1",
         "transaction.state.log.min.isr": "1",
         "group.initial.rebalance.delay.ms": "0",
@@ -78,3 +81,17 @@ def zookeeper_properties(data_dir: str, port: int, host: str = "127.0.0.1") -> d
 
 def render(props: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in sorted(props.items()))
+
+
+def offsets_topic_znodes(controller_id: int) -> dict[str, dict[str, object]]:
+    """ZooKeeper nodes that pre-create ``__consumer_offsets`` on the controller broker."""
+    return {
+        "/config/topics/__consumer_offsets": {
+            "version": 1,
+            "config": {"cleanup.policy": "compact", "segment.bytes": "104857600"},
+        },
+        "/brokers/topics/__consumer_offsets": {
+            "version": 1,
+            "partitions": {"0": [controller_id]},
+        },
+    }

@@ -72,6 +72,11 @@ class ZkView:
             controller=self.controller(),
         )
 
+    def create(self, path: str, data: bytes) -> None:
+        """Create a persistent node (and its parents) unless it exists."""
+        if not self._zk.exists(path):
+            self._zk.create(path, data, makepath=True)
+
     def expire_registration(self, broker_id: int) -> bool:
         """Delete a dead broker's ephemeral registration, as session expiry would."""
         path = f"/brokers/ids/{broker_id}"

@@ -52,7 +52,7 @@ def test_mismatch_reports_first_differing_step() -> None:
         observed_leo=[{"A": 1, "B": 1}, {"A": 1, "B": 2}],
     )
     assert not v.model_match and v.verdict == "model_mismatch"
-    assert v.first_differing_step == 1
+    assert v.first_differing_step == 2
     assert "MODEL MISMATCH" in v.summary()
 
 

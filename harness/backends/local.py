@@ -34,7 +34,11 @@ from harness.db import (
     TopicSpec,
     kafka_dists,
 )
-from harness.kafka_config import broker_properties, render, zookeeper_properties
+from harness.kafka_config import (
+    broker_properties,
+    render,
+    zookeeper_properties,
+)
 from harness.versions import KafkaVersion
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
@@ -124,7 +128,7 @@ class LocalCluster(Cluster):
         ]
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
-        out = (self.workdir / name / "logs").open("ab")
+        out = (self.workdir / name / "logs" / "stdout.log").open("ab")
         self._logs[name] = out
         self._procs[name] = subprocess.Popen(
             cmd,

@@ -1,0 +1,177 @@
+"""Real brokers: the KIP-101 orderings played on Kafka and diffed against the model.
+
+Runs when Kafka release trees are configured (``HWCHAOS_KAFKA_DISTS``, default
+/opt/kafka-dists) and skips with the reason otherwise. Every test also checks that no JVM of
+the run is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
+
+from harness.backends.local import find_tree
+from harness.db import BrokerUnavailable
+from harness.runner import play
+from harness.scenarios import SCENARIO_DIR, load_scenario
+from harness.versions import resolve_version
+
+pytestmark = pytest.mark.broker
+
+VERSIONS = ["0.10.2.1", "2.1.1", "3.3.1"]
+
+
+def require(version: str) -> None:
+    try:
+        find_tree(resolve_version(version))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def jvms_under(path: Path) -> list[str]:
+    out = subprocess.run(["pgrep", "-af", "java"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(path) in line]
+
+
+# (scenario, version) -> (lost_acked, divergent_offsets) observed on disk and predicted
+EXPECTED = {
+    ("kip101-scenario1", "0.10.2.1"): (["m2"], []),
+    ("kip101-scenario2", "0.10.2.1"): (["m2"], [1]),
+    ("kip101-scenario1", "2.1.1"): ([], []),
+    ("kip101-scenario2", "2.1.1"): (["m2"], []),
+    ("kip101-scenario1", "3.3.1"): ([], []),
+    ("kip101-scenario2", "3.3.1"): (["m2"], []),
+}
+
+
+@pytest.mark.parametrize(("scenario", "version"), list(EXPECTED))
+def test_kip101_orderings_on_real_brokers(scenario: str, version: str, tmp_path: Path) -> None:
+    require(version)
+    sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
+    info, prediction, verdict = play(
+        sc, resolve_version(version), "local", tmp_path / "run", "t", progress=lambda _m: None
+    )
+    assert verdict is not None, info.extra.get("failure")
+    lost, div = EXPECTED[(scenario, version)]
+    assert info.model_match, verdict.differences
+    assert verdict.lost_acked == lost and verdict.divergent_offsets == div
+    assert prediction.to_json()["lost_acked"] == lost
+    run = tmp_path / "run"
+    for name in (
+        "run.json",
+        "replicas.parquet",
+        "writes.parquet",
+        "steps.parquet",
+        "verdict.json",
+        "report.html",
+        "model.json",
+        "scenario.yaml",
+    ):
+        assert (run / name).is_file(), name
+    assert (run / "logs" / "A" / "server.log").is_file()
+    assert jvms_under(tmp_path) == []
+
+
+def test_the_kip_text_ordering_is_reported_as_prevented(tmp_path: Path) -> None:
+    """A bounce the controller does not notice cannot be arranged on ZooKeeper brokers."""
+    require("0.10.2.1")
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1-kip-text.yaml")
+    info, _p, verdict = play(
+        sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
+    )
+    assert verdict is None and info.verdict == "step_prevented"
+    assert "restart A before the controller noticed" in info.extra["failure"]
+    assert jvms_under(tmp_path) == []
+
+
+def test_ctrl_c_mid_run_leaves_no_jvm(tmp_path: Path) -> None:
+    require("0.10.2.1")
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(SCENARIO_DIR / "kip101-scenario2.yaml"),
+            "--kafka",
+            "0.10.2.1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+    @retry(stop=stop_after_delay(90), wait=wait_fixed(0.1), retry=retry_if_result(lambda n: n < 3))
+    def brokers_running() -> int:
+        return len(jvms_under(out))
+
+    try:
+        brokers_running()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert jvms_under(out) == []
+
+
+def test_run_cli_json(tmp_path: Path) -> None:
+    require("0.10.2.1")
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(SCENARIO_DIR / "kip101-scenario2.yaml"),
+            "--kafka",
+            "0.10.2.1",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = json.loads(res.stdout)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert out["model_match"] is True
+    assert out["divergent_offsets"] == [1] and out["lost_acked"] == ["m2"]
+    assert [e["record"] for e in out["replicas"]["A"]] == ["m1", "m2"]
+    assert [e["record"] for e in out["replicas"]["B"]] == ["m1", "m3"]
+    assert Path(out["run_folder"]).is_dir()
+
+
+def test_unknown_version_is_one_line(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            str(SCENARIO_DIR / "kip101-scenario2.yaml"),
+            "--kafka",
+            "9.9.9",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 2
+    assert res.stderr.strip() == (
+        "hwchaos run: unknown Kafka version '9.9.9' (known: 0.10.2.1, 0.11.0.3, 1.1.1, 2.0.1, "
+        "2.1.1, 3.3.1, 3.3.1-ibp0.10)"
+    )

@@ -4,7 +4,8 @@ Formats: message sets v0 (0.8-0.9) and v1 (0.10, adds a timestamp), with compres
 wrapper messages whose inner messages carry relative (v1) or absolute (v0) offsets; and v2
 record batches (0.11+) whose header carries ``partitionLeaderEpoch``, the field that says
 which leader epoch wrote each record. Compression: none and gzip (what hwchaos writes and
-what brokers keep); other codecs raise a one-line error naming the codec.
+what brokers keep), snappy, lz4 and zstd (through cramjam); an unknown codec raises a
+one-line error naming it.
 
 A crash or a power-loss cut can leave a torn last batch: parsing stops there and reports it
 (``torn_tail``, ``valid_bytes``) instead of failing, because a torn tail is exactly the
@@ -86,13 +87,44 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
+_XERIAL = b"\x82SNAPPY\x00"
+
+
+def _snappy(data: bytes) -> bytes:
+    """Kafka writes snappy through snappy-java's stream: a xerial header, then blocks of
+    (int32 length, raw snappy); very old clients wrote plain raw snappy."""
+    import cramjam
+
+    if not data.startswith(_XERIAL):
+        return bytes(cramjam.snappy.decompress_raw(data))
+    out = bytearray()
+    pos = 16
+    while pos + 4 <= len(data):
+        (n,) = struct.unpack_from(">i", data, pos)
+        out += bytes(cramjam.snappy.decompress_raw(data[pos + 4 : pos + 4 + n]))
+        pos += 4 + n
+    return bytes(out)
+
+
 def _decompress(codec: int, data: bytes, where: str) -> bytes:
-    if codec == 1:
-        try:
+    """gzip with the standard library; snappy, lz4 (frame) and zstd through cramjam."""
+    name = CODECS.get(codec, str(codec))
+    try:
+        if codec == 1:
             return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ValueError(f"{where}: corrupt gzip data: {exc}") from None
-    raise UnsupportedCodec(f"{where}: compression codec {CODECS.get(codec, codec)} unsupported")
+        if codec in (2, 3, 4):
+            import cramjam
+
+            if codec == 2:
+                return _snappy(data)
+            if codec == 3:
+                return bytes(cramjam.lz4.decompress(data))
+            return bytes(cramjam.zstd.decompress(data))
+    except (OSError, EOFError, zlib.error, ValueError) as exc:
+        raise ValueError(f"{where}: corrupt {name} data: {exc}") from None
+    except Exception as exc:  # cramjam raises its own DecompressionError
+        raise ValueError(f"{where}: corrupt {name} data: {exc}") from None
+    raise UnsupportedCodec(f"{where}: compression codec {name} unsupported")
 
 
 def _v2_records(body: bytes, base: int, epoch: int, ts0: int, comp: str) -> list[LogRecord]:

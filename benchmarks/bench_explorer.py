@@ -27,16 +27,21 @@ CASES = [
 def main() -> None:
     quick = "--quick" in sys.argv
     cases = CASES[:1] if quick else CASES
-    print(f"{'generation':<8} {'bounds':<24} {'states':>9} {'seconds':>8} {'states/s':>9} "
-          f"{'exhausted':>9} counterexamples")
+    print(
+        f"{'generation':<8} {'bounds':<24} {'states':>9} {'seconds':>8} {'states/s':>9} "
+        f"{'exhausted':>9} counterexamples"
+    )
     for name in GENERATIONS:
         for label, bounds in cases:
             t0 = time.perf_counter()
             res = explore(generation(name), bounds, max_states=3_000_000)
             dt = time.perf_counter() - t0
             kinds = ",".join(c.invariant for c in res.counterexamples) or "-"
-            print(f"{name:<8} {label:<24} {res.states:>9} {dt:>8.2f} {res.states / dt:>9.0f} "
-                  f"{res.exhausted!s:>9} {kinds}", flush=True)
+            print(
+                f"{name:<8} {label:<24} {res.states:>9} {dt:>8.2f} {res.states / dt:>9.0f} "
+                f"{res.exhausted!s:>9} {kinds}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

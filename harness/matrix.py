@@ -91,7 +91,7 @@ def model_run(
 
 
 def write_model_run(folder: Path, scenario: Scenario, protocol: str, run_id: str) -> None:
-    info, res = model_run(scenario, protocol, run_id)
+    info, res = model_run(scenario, protocol, run_id, version=f"model:{protocol}")
     results.write_run(
         folder, info, res.replica_rows(run_id), res.write_rows(run_id), res.step_rows(run_id)
     )

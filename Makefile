@@ -16,7 +16,7 @@ test: setup lint
 
 demo: setup
 	$(VENV)/hwchaos explore --protocol hw --out $(RESULTS)/found || true
-	$(VENV)/hwchaos matrix --model-only --out $(RESULTS)/matrix
+	$(VENV)/hwchaos matrix --model-only --acks 1,all --min-insync 1,2 --unclean false,true --out $(RESULTS)/matrix
 	$(VENV)/hwchaos analyze $(RESULTS)/matrix
 
 bench: setup

@@ -17,6 +17,7 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
 
 from __future__ import annotations
 
+from harness.db import TopicSpec
 from harness.versions import KafkaVersion
 
 SESSION_TIMEOUT_MS = 12_000
@@ -81,6 +82,13 @@ def zookeeper_properties(data_dir: str, port: int, host: str = "127.0.0.1") -> d
 
 def render(props: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in sorted(props.items()))
+
+
+def topic_config(spec: TopicSpec) -> dict[str, str]:
+    return {
+        "min.insync.replicas": str(spec.min_insync),
+        "unclean.leader.election.enable": str(spec.unclean).lower(),
+    }
 
 
 def offsets_topic_znodes(controller_id: int) -> dict[str, dict[str, object]]:

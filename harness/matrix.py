@@ -123,13 +123,17 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
                 raise ScenarioError(f"unknown protocol generation {t[6:]!r}")
         else:
             resolve_version(t)  # fails early with the catalogue's one-line error
+    # An empty list means "each scenario's own setting" (None: no override).
+    acks_grid: list[str | None] = [*_split(args.acks)] or [None]
+    isr_grid: list[int | None] = [int(m) for m in _split(args.min_insync)] or [None]
+    unclean_grid: list[bool | None] = [*_bools(args.unclean)] or [None]
     grid = itertools.product(
         scenarios,
         targets,
-        _split(args.acks),
-        [int(m) for m in _split(args.min_insync)],
-        _bools(args.unclean),
-        [int(r) for r in _split(args.rf)] if args.rf else [0],
+        acks_grid,
+        isr_grid,
+        unclean_grid,
+        [int(r) for r in _split(args.rf)] or [0],
         [int(n) for n in _split(args.records)],
     )
     for sc, target, acks, isr, unclean, rf, n in grid:
@@ -154,9 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--versions", default="0.10.2.1,3.3.1", help="Kafka versions (broker runs)")
     p.add_argument("--backend", default="local", choices=["local", "docker"])
     p.add_argument("--scenarios", nargs="*", help="scenario files (default: the catalogue)")
-    p.add_argument("--acks", default="1,all")
-    p.add_argument("--min-insync", default="1,2")
-    p.add_argument("--unclean", default="false,true")
+    p.add_argument("--acks", default="", help="e.g. 1,all (default: each scenario's own)")
+    p.add_argument("--min-insync", default="", help="e.g. 1,2 (default: each scenario's own)")
+    p.add_argument("--unclean", default="", help="e.g. false,true (default: scenario's own)")
     p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
     p.add_argument("--records", default="1", help="records per produce step")
     args = p.parse_args(argv)

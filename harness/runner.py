@@ -38,7 +38,7 @@ def make_cluster(
 
         return LocalCluster(version, names, workdir)
     if backend == "docker":
-        from harness.backends.docker import DockerCluster, docker_available
+        from harness.backends.containers import DockerCluster, docker_available
 
         reason = docker_available()
         if reason is not None:
@@ -169,7 +169,7 @@ def play(
             "final": {k: v for k, v in finish.items() if k != "deliveries"},
         },
     )
-    writes = prediction.write_rows(run_id) + [
+    observed_writes = [
         {
             "run_id": run_id,
             "source": "observed",
@@ -183,7 +183,12 @@ def play(
         }
         for r, d in deliveries.items()
     ]
-    replicas = prediction.replica_rows(run_id) + observed.to_dict("records")
+    writes = prediction.write_rows(run_id) + (observed_writes if verdict is not None else [])
+    # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
+    # intermediate state, not something to diff against the prediction of the whole run.
+    replicas = prediction.replica_rows(run_id) + (
+        observed.to_dict("records") if verdict is not None else []
+    )
     results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
     verdict_doc = {
         **asdict(info),

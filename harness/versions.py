@@ -20,7 +20,6 @@ class KafkaVersion:
     scala: str
     generation: str  # reference-model protocol generation
     message_format: str  # v1 (no leader epoch on disk) or v2
-    docker_image: str  # pinned public image for the docker backend
     broker_props: dict[str, str] = field(default_factory=dict)
     # Java 17 needs these for brokers of every era (sun.nio.ch access from the network layer).
     jvm_flags: tuple[str, ...] = (
@@ -40,6 +39,11 @@ class KafkaVersion:
         return f"kafka_{self.scala}-{self.release}"
 
     @property
+    def docker_image(self) -> str:
+        """Image built by docker/Dockerfile.kafka from the official release tarball."""
+        return f"hwchaos/kafka:{self.release}"
+
+    @property
     def epoch_on_disk(self) -> bool:
         return self.message_format == "v2"
 
@@ -47,27 +51,25 @@ class KafkaVersion:
 CATALOGUE: dict[str, KafkaVersion] = {
     v.name: v
     for v in (
-        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "hw", "v1", "confluentinc/cp-kafka:3.2.1"),
-        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2", "confluentinc/cp-kafka:3.3.3"),
-        KafkaVersion("1.1.1", "1.1.1", "2.11", "kip101", "v2", "confluentinc/cp-kafka:4.1.3"),
-        KafkaVersion("2.0.1", "2.0.1", "2.11", "kip279", "v2", "confluentinc/cp-kafka:5.0.3"),
+        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "hw", "v1"),
+        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2"),
+        KafkaVersion("1.1.1", "1.1.1", "2.11", "kip101", "v2"),
+        KafkaVersion("2.0.1", "2.0.1", "2.11", "kip279", "v2"),
         KafkaVersion(
             "2.1.1",
             "2.1.1",
             "2.11",
             "kip320",
             "v2",
-            "confluentinc/cp-kafka:5.1.2",
             zk_client_broken_on_java14=True,
         ),
-        KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2", "confluentinc/cp-kafka:7.3.0"),
+        KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2"),
         KafkaVersion(
             "3.3.1-ibp0.10",
             "3.3.1",
             "2.13",
             "hw",
             "v1",
-            "confluentinc/cp-kafka:7.3.0",
             broker_props={
                 "inter.broker.protocol.version": "0.10.2",
                 "log.message.format.version": "0.10.2",

@@ -17,5 +17,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[spark,dev]'
+.venv/bin/python -m pip install -q -e '.[spark,dev,docker]'
 echo "setup: ok ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))" >&2

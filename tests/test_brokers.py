@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness.backends.containers import docker_available
 from harness.backends.local import find_tree
 from harness.db import BrokerUnavailable
 from harness.runner import play
@@ -28,7 +29,13 @@ pytestmark = pytest.mark.broker
 VERSIONS = ["0.10.2.1", "2.1.1", "3.3.1"]
 
 
-def require(version: str) -> None:
+def require(version: str, backend: str = "local") -> None:
+    """Skip, with the one-line reason, when this backend cannot run this version here."""
+    if backend == "docker":
+        reason = docker_available()
+        if reason is not None:
+            pytest.skip(reason)
+        return
     try:
         find_tree(resolve_version(version))
     except BrokerUnavailable as exc:
@@ -51,12 +58,15 @@ EXPECTED = {
 }
 
 
+@pytest.mark.parametrize("backend", ["local", "docker"])
 @pytest.mark.parametrize(("scenario", "version"), list(EXPECTED))
-def test_kip101_orderings_on_real_brokers(scenario: str, version: str, tmp_path: Path) -> None:
-    require(version)
+def test_kip101_orderings_on_real_brokers(
+    scenario: str, version: str, backend: str, tmp_path: Path
+) -> None:
+    require(version, backend)
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
     info, prediction, verdict = play(
-        sc, resolve_version(version), "local", tmp_path / "run", "t", progress=lambda _m: None
+        sc, resolve_version(version), backend, tmp_path / "run", "t", progress=lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")
     lost, div = EXPECTED[(scenario, version)]

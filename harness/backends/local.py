@@ -37,6 +37,7 @@ from harness.db import (
 from harness.kafka_config import (
     broker_properties,
     render,
+    topic_config,
     zookeeper_properties,
 )
 from harness.versions import KafkaVersion
@@ -272,33 +273,12 @@ class LocalCluster(Cluster):
         return self.workdir / name / "logs" / "state-change.log"
 
     def create_topic(self, spec: TopicSpec) -> None:
-        """Write the assignment and topic config to ZooKeeper, as AdminUtils does.
+        from harness.zkview import ZkView
 
-        Writing the znodes directly (rather than starting a kafka-topics JVM) takes
-        milliseconds and works the same on every ZooKeeper-mode version.
-        """
-        from kazoo.client import KazooClient
-
-        ids = [self.brokers[n].broker_id for n in spec.replicas]
-        zk = KazooClient(hosts=self.zk_connect(), timeout=10)
-        zk.start(timeout=10)
-        try:
-            config = {
-                "min.insync.replicas": str(spec.min_insync),
-                "unclean.leader.election.enable": str(spec.unclean).lower(),
-            }
-            zk.ensure_path("/config/topics")
-            zk.create(
-                f"/config/topics/{spec.name}", json.dumps({"version": 1, "config": config}).encode()
+        with ZkView(self.zk_connect()) as zk:
+            zk.create_topic(
+                spec.name, [self.brokers[n].broker_id for n in spec.replicas], topic_config(spec)
             )
-            zk.ensure_path("/brokers/topics")
-            zk.create(
-                f"/brokers/topics/{spec.name}",
-                json.dumps({"version": 1, "partitions": {str(PARTITION): ids}}).encode(),
-            )
-        finally:
-            zk.stop()
-            zk.close()
 
 
 def kill_leftovers(workdir: Path) -> int:

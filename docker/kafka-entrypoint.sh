@@ -1,0 +1,32 @@
+#!/bin/sh
+# Entrypoint of hwchaos/kafka images: ROLE=zookeeper|broker, config mounted at /config,
+# data at /data, logs at /logs. Starts the JVM directly (the 0.10 start scripts pass GC
+# flags newer JVMs reject) and execs it, so `docker kill --signal` reaches Java itself.
+# HWCHAOS_DRY_RUN=1 prints the command instead of running it (used by the tests).
+set -eu
+KAFKA_HOME=${KAFKA_HOME:-/opt/kafka}
+ROLE=${ROLE:-broker}
+HEAP=${KAFKA_HEAP_OPTS:--Xms64m -Xmx256m}
+CP=""
+for jar in "$KAFKA_HOME"/libs/*.jar; do
+  case "$jar" in
+    *-sources.jar|*-javadoc.jar|*-scaladoc.jar|*-test.jar|*-test-sources.jar) ;;
+    *) CP="${CP:+$CP:}$jar" ;;
+  esac
+done
+OPENS=""
+JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+if [ "${JAVA_MAJOR:-8}" -ge 9 ] 2>/dev/null; then
+  OPENS="--add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED"
+fi
+case "$ROLE" in
+  zookeeper) MAIN=org.apache.zookeeper.server.quorum.QuorumPeerMain; CONF=/config/zookeeper.properties ;;
+  broker) MAIN=kafka.Kafka; CONF=/config/server.properties ;;
+  *) echo "kafka-entrypoint: unknown ROLE '$ROLE' (zookeeper or broker)" >&2; exit 2 ;;
+esac
+[ -f "$CONF" ] || { echo "kafka-entrypoint: missing $CONF" >&2; exit 2; }
+set -- java $HEAP -XX:+UseSerialGC -Djava.awt.headless=true $OPENS \
+  -Dkafka.logs.dir=/logs -Dlog4j.configuration=file:$KAFKA_HOME/config/log4j.properties \
+  -cp "$CP" $MAIN "$CONF"
+if [ "${HWCHAOS_DRY_RUN:-0}" = 1 ]; then echo "$@"; exit 0; fi
+exec "$@"

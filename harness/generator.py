@@ -42,7 +42,16 @@ from reference_model.events import Event
 from reference_model.run import RunResult, expand
 from reference_model.scenario import Scenario
 
-LAI_DONE = re.compile(r"(?i)(completed|finished) LeaderAndIsr request")
+# A broker's log of LeaderAndIsr handled: one "Finished" line per request (3.x), or per
+# partition one "completed" (applied) or "ignoring" (stale epoch) line (0.10-2.x).
+LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
+LAI_DONE = re.compile(r"(?i)(completed|ignoring) LeaderAndIsr request")
+# The controller's log of LeaderAndIsr sent: one line per request (3.x) or per partition
+# (0.10-2.x); test brokers host one partition, so either counts requests.
+LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) with")
+LAI_SENT_PARTITION = re.compile(
+    r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
+)
 
 
 class FenceTimeout(RuntimeError):
@@ -115,6 +124,7 @@ class Playbook:
         self.zk = ZkView(cluster.zk_connect())
         self.producer = Producer(cluster.bootstrap(), scenario.acks)
         self._consumer: Any = None
+        self._lai_base: dict[str, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------ observing
 
@@ -209,11 +219,13 @@ class Playbook:
             self.held.discard(name)
 
     def _leader_ready(self, name: str) -> None:
-        """Resume a newly elected leader and wait until it answers as leader."""
+        """Resume a newly elected leader and wait until it has taken up its leadership.
+
+        Not "answers ListOffsets": from 2.x a new leader reports OFFSET_NOT_AVAILABLE until
+        its followers have fetched once, and they are held.
+        """
         self._release(name)
-        wait_until(
-            lambda: self.leader_hw() >= 0, f"{name} to serve as leader", self.timeout, self._seen
-        )
+        self._lai_settled(name)
 
     # ------------------------------------------------------------------ setup
 
@@ -314,6 +326,7 @@ class Playbook:
         (the divergent outcomes KIP-279 fixed), or a pre-0.11 version, which truncates only
         while processing LeaderAndIsr, before its fetcher starts.
         """
+        self._lai_settled(name)
         lead = self.leader()
         if lead is None or lead in self.down or lead == name:
             return
@@ -472,7 +485,7 @@ class Playbook:
         lead = self.leader()
         if lead is not None and lead not in self.down:
             self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
-        marker = self._lai_count(name)
+        self._mark_start(name)
         self.cluster.start_broker(name)
         self.down.discard(name)
         wait_until(
@@ -481,12 +494,14 @@ class Playbook:
             self.timeout,
             self._seen,
         )
+        sent0 = self._lai_base[name][0]
         wait_until(
-            lambda: self._lai_count(name) > marker,
-            f"{name} to process its LeaderAndIsr",
+            lambda: self._lai_sent(name) > sent0,
+            f"the controller to send {name} its LeaderAndIsr",
             self.timeout,
             self._seen,
         )
+        self._lai_settled(name)
         new_lead = self.leader()
         if new_lead == name:
             if lead is not None and lead != name:
@@ -496,12 +511,39 @@ class Playbook:
             self._hold(name)  # the leader stays held until a step needs it
         return ""
 
-    def _lai_count(self, name: str) -> int:
+    def _lai_done(self, name: str) -> int:
         path = self.cluster.state_change_log(name)
         if path is None or not path.exists():
             return 0
         text = path.read_text(errors="replace")
-        return sum(1 for line in text.splitlines() if LAI_DONE.search(line))
+        pattern = LAI_FINISHED if LAI_FINISHED.search(text) else LAI_DONE
+        return len(pattern.findall(text))
+
+    def _lai_sent(self, name: str) -> int:
+        path = self.cluster.state_change_log(CONTROLLER)
+        if path is None or not path.exists():
+            return 0
+        text = path.read_text(errors="replace")
+        pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
+        bid = str(self.ids[name])
+        return sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
+
+    def _mark_start(self, name: str) -> None:
+        """Counters from which LeaderAndIsr requests to a (re)started broker are tracked."""
+        self._lai_base[name] = (self._lai_sent(name), self._lai_done(name))
+
+    def _lai_pending(self, name: str) -> int:
+        sent0, done0 = self._lai_base.get(name, (0, 0))
+        return (self._lai_sent(name) - sent0) - (self._lai_done(name) - done0)
+
+    def _lai_settled(self, name: str) -> None:
+        """Fence: the broker processed every LeaderAndIsr the controller sent it."""
+        wait_until(
+            lambda: self._lai_pending(name) <= 0,
+            f"{name} to process the LeaderAndIsr requests sent to it",
+            self.timeout,
+            self._seen,
+        )
 
     # ------------------------------------------------------------------ end
 

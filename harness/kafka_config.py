@@ -7,8 +7,9 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
   so a background checkpoint never races a step.
 - ``replica.lag.time.max.ms`` is long: followers are paused between their fetch steps and
   must not drop out of the ISR on their own; ``isr_shrink`` is a scripted step.
-- ``zookeeper.session.timeout.ms`` bounds how long a pause may last before the controller
-  declares the broker dead, and how long a ``detect`` step waits after a crash.
+- ``zookeeper.session.timeout.ms`` (60 s) bounds how long a follower may stay paused in
+  total (a resume of a few milliseconds does not always let it ping ZooKeeper); ``detect``
+  does not wait for it: the harness deletes the dead broker's registration itself.
 - ``auto.leader.rebalance.enable=false``: no preferred-leader election behind the script.
 - one partition, explicit assignment, no auto-created topics; ``__consumer_offsets`` (which
   the watermark queries' group lookups would otherwise create across the test brokers) is
@@ -20,7 +21,7 @@ from __future__ import annotations
 from harness.db import TopicSpec
 from harness.versions import KafkaVersion
 
-SESSION_TIMEOUT_MS = 12_000
+SESSION_TIMEOUT_MS = 60_000
 LAG_TIME_MAX_MS = 600_000
 
 
@@ -75,6 +76,7 @@ def zookeeper_properties(data_dir: str, port: int, host: str = "127.0.0.1") -> d
         "clientPortAddress": host,
         "maxClientCnxns": "0",
         "tickTime": "2000",
+        "maxSessionTimeout": "120000",
         "admin.enableServer": "false",
         "4lw.commands.whitelist": "*",
     }

@@ -101,7 +101,7 @@ def check(
     if compare_epochs:
         both = d[(d["status"] == "match")]
         ep = both[both["epoch_predicted"] != both["epoch_observed"]]
-        epochs = ep[["replica", "offset", "epoch_predicted", "epoch_observed"]].to_dict("records")
+        epochs = _records(ep[["replica", "offset", "epoch_predicted", "epoch_observed"]])
     div = divergent_offsets(observed)
     match = (
         bad.empty
@@ -118,12 +118,18 @@ def check(
         predicted_lost_acked=sorted(predicted_lost),
         divergent_offsets=div,
         predicted_divergent_offsets=sorted(predicted_divergent),
-        differences=bad[["replica", "offset", "predicted", "observed", "status"]]
-        .astype(object)
-        .where(bad.notna(), None)
-        .to_dict("records"),
+        differences=_records(
+            bad[["replica", "offset", "predicted", "observed", "status"]]
+            .astype(object)
+            .where(bad.notna(), None)
+        ),
         epoch_mismatches=epochs,
         first_differing_step=step,
         outcomes=outcomes or [],
     )
     return verdict, d
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as plain dicts keyed by column name (JSON-ready)."""
+    return [{str(k): v for k, v in row.items()} for row in df.to_dict("records")]

@@ -156,6 +156,7 @@ def read_table(root: Path, name: str) -> pd.DataFrame:
     """Concatenate table ``name`` from every complete run folder under ``root``."""
     files = [p / f"{name}.parquet" for p in sorted({q.parent for q in root.rglob("run.json")})]
     files = [f for f in files if f.is_file()]
-    if not files:
-        return TABLES[name].empty_table().to_pandas()
-    return pd.concat([pq.read_table(f).to_pandas() for f in files], ignore_index=True)
+    frames: list[pd.DataFrame] = [pq.read_table(f).to_pandas() for f in files]
+    if not frames:
+        frames = [TABLES[name].empty_table().to_pandas()]
+    return pd.concat(frames, ignore_index=True)

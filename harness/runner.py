@@ -186,9 +186,8 @@ def play(
     writes = prediction.write_rows(run_id) + (observed_writes if verdict is not None else [])
     # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
     # intermediate state, not something to diff against the prediction of the whole run.
-    replicas = prediction.replica_rows(run_id) + (
-        observed.to_dict("records") if verdict is not None else []
-    )
+    observed_rows = _observed_rows(run_id, logs) if verdict is not None else []
+    replicas = prediction.replica_rows(run_id) + observed_rows
     results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
     verdict_doc = {
         **asdict(info),

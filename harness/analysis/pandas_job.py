@@ -29,8 +29,8 @@ def per_run(replicas: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
     """One row per run_id with every measure except ``runs``."""
     w = writes.assign(acked=writes["acked"].astype(bool), lost=writes["lost"].astype(bool))
     w = w.assign(lost=w["acked"] & w["lost"])
-    wagg = w.groupby(["run_id", "source"]).agg(acked=("acked", "sum"), lost=("lost", "sum"))
-    wagg = wagg.unstack("source", fill_value=0)
+    grouped = w.groupby(["run_id", "source"]).agg(acked=("acked", "sum"), lost=("lost", "sum"))
+    wagg = pd.DataFrame(grouped.unstack("source", fill_value=0))
     out = pd.DataFrame(
         index=pd.Index(sorted(set(writes["run_id"]) | set(replicas["run_id"])), name="run_id")
     )

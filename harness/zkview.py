@@ -10,6 +10,7 @@ would do, minus the wait.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,10 @@ class PartitionView:
     isr: tuple[int, ...]
     live: tuple[int, ...]  # registered broker ids
     controller: int
+
+
+# kazoo logs every dropped connection; brokers and ZooKeeper dying is this harness's job.
+logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 
 class ZkView:

@@ -91,6 +91,7 @@ def test_tiny_set_exact_numbers(tmp_path: Path, spark: Any) -> None:
     assert row["divergent_offsets_predicted"] == 1
     assert row["divergent_offsets_observed"] == 2  # r1 offset 1, r2 offset 0
     assert row["model_mismatches"] == 1  # r2
+    assert row["runs_played"] == 2 and row["acked_lost_predicted_played"] == 1
     causes = got["loss_causes"]
     assert causes["lost_writes"].tolist() == [1, 1]
     assert set(causes["lost_event"]) == {"restart A"}

@@ -24,6 +24,8 @@ SCENARIO_KEYS = ["scenario", "version"]
 CAUSE_KEYS = ["scenario", "version", "protocol", "source", "lost_step", "lost_event"]
 MEASURES = [
     "runs",
+    "runs_played",  # broker runs that reached a verdict (observed rows exist)
+    "acked_lost_predicted_played",  # predicted losses of those runs: compare with observed
     "writes_acked_predicted",
     "acked_lost_predicted",
     "writes_acked_observed",

@@ -50,6 +50,9 @@ def per_run(replicas: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
     )
     bad = j[j["record_p"].isna() | j["record_o"].isna() | (j["record_p"] != j["record_o"])]
     out["model_mismatches"] = out.index.isin(set(bad["run_id"])).astype("int64")
+    played = observed_runs | set(writes.loc[writes["source"] == "observed", "run_id"])
+    out["runs_played"] = out.index.isin(played).astype("int64")
+    out["acked_lost_predicted_played"] = out["acked_lost_predicted"].fillna(0) * out["runs_played"]
     return out.fillna(0).astype("int64").reset_index()
 
 

@@ -28,12 +28,18 @@ def loss_chart(by_config: pd.DataFrame, path: Path) -> None:
 
     df = by_config.copy()
     df["label"] = df.apply(_config_label, axis=1)
-    df = df.sort_values(["acked_lost_predicted", "label"], ascending=[False, True]).head(40)
+    # Broker rows compare like with like: the prediction of the runs that played to the end.
+    df["predicted"] = df["acked_lost_predicted"].where(
+        df["runs_played"] == 0, df["acked_lost_predicted_played"]
+    )
+    df = df.sort_values(["label"]).head(40)
     fig, ax = plt.subplots(figsize=(10, max(3, 0.28 * len(df))))
     y = range(len(df))
-    ax.barh([i + 0.2 for i in y], df["acked_lost_predicted"], height=0.4, label="predicted")
-    if df["writes_acked_observed"].sum() > 0:
-        ax.barh([i - 0.2 for i in y], df["acked_lost_observed"], height=0.4, label="observed")
+    ax.barh([i + 0.2 for i in y], df["predicted"], height=0.4, label="predicted")
+    if df["runs_played"].sum() > 0:
+        ax.barh(
+            [i - 0.2 for i in y], df["acked_lost_observed"], height=0.4, label="observed on brokers"
+        )
     ax.set_yticks(list(y), df["label"], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("acknowledged writes lost")

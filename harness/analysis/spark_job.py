@@ -94,12 +94,23 @@ def summarise(root: Path, spark: Any) -> dict[str, pd.DataFrame]:
         .distinct()
         .withColumn("model_mismatches", F.lit(1))
     )
+    played = (
+        replicas.where("source = 'observed'")
+        .select("run_id")
+        .union(writes.where("source = 'observed'").select("run_id"))
+        .distinct()
+        .withColumn("runs_played", F.lit(1))
+    )
     metrics = (
         runs.join(wagg, "run_id", "left")
         .join(div, "run_id", "left")
         .join(mism, "run_id", "left")
+        .join(played, "run_id", "left")
         .fillna(0)
         .withColumn("runs", F.lit(1))
+        .withColumn(
+            "acked_lost_predicted_played", F.col("acked_lost_predicted") * F.col("runs_played")
+        )
     )
     out = {}
     for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario", SCENARIO_KEYS)):

@@ -29,8 +29,9 @@ def loss_chart(by_config: pd.DataFrame, path: Path) -> None:
     df = by_config.copy()
     df["label"] = df.apply(_config_label, axis=1)
     # Broker rows compare like with like: the prediction of the runs that played to the end.
+    model_only = df["version"].str.startswith("model")
     df["predicted"] = df["acked_lost_predicted"].where(
-        df["runs_played"] == 0, df["acked_lost_predicted_played"]
+        model_only, df["acked_lost_predicted_played"]
     )
     df = df.sort_values(["label"]).head(40)
     fig, ax = plt.subplots(figsize=(10, max(3, 0.28 * len(df))))

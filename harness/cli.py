@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from reference_model.generations import GENERATIONS
 from reference_model.scenario import ScenarioError
@@ -120,20 +120,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in PASSTHROUGH:
         import importlib
 
-        try:
-            rc: int = importlib.import_module(PASSTHROUGH[argv[0]][0]).main(argv[1:])
-            return rc
-        except ScenarioError as exc:
-            print(f"hwchaos: {exc}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("hwchaos: interrupted", file=sys.stderr)
-            return 130
-    parser = build_parser()
-    args = parser.parse_args(argv)
+        module = importlib.import_module(PASSTHROUGH[argv[0]][0])
+        return _guarded(lambda: int(module.main(argv[1:])))
+    args = build_parser().parse_args(argv)
+    return _guarded(lambda: int(args.func(args)))
+
+
+def _guarded(run: Callable[[], int]) -> int:
+    """Bad input and Ctrl-C end as one line on stderr, never as a traceback."""
     try:
-        code: int = args.func(args)
-        return code
+        return run()
     except ScenarioError as exc:
         print(f"hwchaos: {exc}", file=sys.stderr)
         return 2

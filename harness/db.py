@@ -57,9 +57,16 @@ class BrokerSpec:
 
 
 class Cluster(ABC):
-    """One ZooKeeper, one controller broker and 2-5 replica brokers of one Kafka version."""
+    """One ZooKeeper, one controller broker and 2-5 replica brokers of one Kafka version.
+
+    Backends differ in how processes start, stop and take signals; both publish every
+    broker on 127.0.0.1 and keep its data and log dirs under ``workdir/<name>/`` on the
+    host, so addresses, paths and topic creation are shared here.
+    """
 
     brokers: dict[str, BrokerSpec]
+    workdir: Path
+    zk_port: int
 
     @abstractmethod
     def start(self) -> None:
@@ -70,24 +77,8 @@ class Cluster(ABC):
         """Stop everything and release every process/container; idempotent, never raises."""
 
     @abstractmethod
-    def bootstrap(self) -> str:
-        """``host:port,...`` for clients."""
-
-    @abstractmethod
-    def zk_connect(self) -> str:
-        """``host:port`` of ZooKeeper, for admin reads (controller, ISR, leader)."""
-
-    @abstractmethod
-    def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
-        """Broker ``name``'s log directory for the test partition (host path)."""
-
-    @abstractmethod
-    def log_dir(self, name: str) -> Path:
-        """Broker ``name``'s log.dirs entry: where the checkpoint files live."""
-
-    @abstractmethod
     def start_broker(self, name: str) -> None:
-        """Start (or restart) one broker process with its own id, port and data dir."""
+        """Start (or restart) one broker with its own id, port and data dir."""
 
     @abstractmethod
     def signal(self, name: str, sig: int) -> None:
@@ -101,17 +92,37 @@ class Cluster(ABC):
     def wait_exit(self, name: str, timeout: float) -> None:
         """Wait until the broker's process has exited (after SIGTERM or SIGKILL)."""
 
-    @abstractmethod
-    def create_topic(self, spec: TopicSpec) -> None:
-        """Create the test topic with an explicit replica assignment."""
+    def bootstrap(self) -> str:
+        """Clients bootstrap from the controller broker, which no fault touches."""
+        return f"127.0.0.1:{self.brokers[CONTROLLER].port}"
+
+    def zk_connect(self) -> str:
+        return f"127.0.0.1:{self.zk_port}"
+
+    def log_dir(self, name: str) -> Path:
+        """Broker ``name``'s log.dirs entry: where the checkpoint files live."""
+        return self.brokers[name].data_dir
+
+    def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
+        return self.brokers[name].data_dir / f"{topic}-{PARTITION}"
 
     def broker_log(self, name: str) -> Path | None:
-        """The broker's server log, copied into the run folder; None if unavailable."""
-        return None
+        path = self.workdir / name / "logs" / "server.log"
+        return path if path.exists() else None
 
     def state_change_log(self, name: str) -> Path | None:
         """The broker's state-change log (LeaderAndIsr handling), read by fences."""
-        return None
+        return self.workdir / name / "logs" / "state-change.log"
+
+    def create_topic(self, spec: TopicSpec) -> None:
+        """Create the test topic with an explicit replica assignment (through ZooKeeper)."""
+        from harness.kafka_config import topic_config
+        from harness.zkview import ZkView
+
+        with ZkView(self.zk_connect()) as zk:
+            zk.create_topic(
+                spec.name, [self.brokers[n].broker_id for n in spec.replicas], topic_config(spec)
+            )
 
     def __enter__(self) -> Cluster:
         self.start()

@@ -34,6 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     scenario = load_scenario(args.scenario).with_overrides(
         acks=args.acks, min_insync=args.min_insync, unclean=args.unclean, records=args.records
     )
+    if args.backend == "local":
+        from harness.backends.local import kill_leftovers
+
+        # A harness that was itself killed leaves its JVMs; their pids are in pids.json.
+        stale = sum(kill_leftovers(p.parent) for p in Path(args.out).glob("*/cluster/pids.json"))
+        if stale:
+            print(f"hwchaos run: killed {stale} JVMs left by an earlier run", file=sys.stderr)
     run_id = f"{scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
     folder = Path(args.out) / run_id
     try:

@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.backends.local import free_port
-from harness.db import CONTROLLER, PARTITION, TOPIC, BrokerSpec, Cluster, ClusterError, TopicSpec
+from harness.db import CONTROLLER, BrokerSpec, Cluster, ClusterError
 from harness.kafka_config import (
     broker_properties,
     offsets_topic_znodes,
     render,
-    topic_config,
     zookeeper_properties,
 )
 from harness.versions import KafkaVersion
@@ -217,18 +216,6 @@ class DockerCluster(Cluster):
 
     # ------------------------------------------------------------------ interface
 
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.brokers[CONTROLLER].port}"
-
-    def zk_connect(self) -> str:
-        return f"127.0.0.1:{self.zk_port}"
-
-    def log_dir(self, name: str) -> Path:
-        return self.brokers[name].data_dir
-
-    def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
-        return self.brokers[name].data_dir / f"{topic}-{PARTITION}"
-
     def signal(self, name: str, sig: int) -> None:
         c = self._containers.get(name)
         if c is None:
@@ -254,21 +241,6 @@ class DockerCluster(Cluster):
         c = self._containers.get(name)
         if c is not None:
             c.wait(timeout=timeout)
-
-    def broker_log(self, name: str) -> Path | None:
-        path = self.workdir / name / "logs" / "server.log"
-        return path if path.exists() else None
-
-    def state_change_log(self, name: str) -> Path | None:
-        return self.workdir / name / "logs" / "state-change.log"
-
-    def create_topic(self, spec: TopicSpec) -> None:
-        from harness.zkview import ZkView
-
-        with ZkView(self.zk_connect()) as zk:
-            zk.create_topic(
-                spec.name, [self.brokers[n].broker_id for n in spec.replicas], topic_config(spec)
-            )
 
 
 def _zk_up(connect: str) -> bool:

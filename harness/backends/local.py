@@ -25,19 +25,15 @@ from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness.db import (
     CONTROLLER,
-    PARTITION,
-    TOPIC,
     BrokerSpec,
     BrokerUnavailable,
     Cluster,
     ClusterError,
-    TopicSpec,
     kafka_dists,
 )
 from harness.kafka_config import (
     broker_properties,
     render,
-    topic_config,
     zookeeper_properties,
 )
 from harness.versions import KafkaVersion
@@ -237,18 +233,6 @@ class LocalCluster(Cluster):
 
     # ------------------------------------------------------------------ interface
 
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.brokers[CONTROLLER].port}"
-
-    def zk_connect(self) -> str:
-        return f"127.0.0.1:{self.zk_port}"
-
-    def log_dir(self, name: str) -> Path:
-        return self.brokers[name].data_dir
-
-    def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
-        return self.brokers[name].data_dir / f"{topic}-{PARTITION}"
-
     def signal(self, name: str, sig: int) -> None:
         p = self._procs.get(name)
         if p is not None and p.poll() is None:
@@ -264,21 +248,6 @@ class LocalCluster(Cluster):
         if p is not None:
             p.wait(timeout=timeout)
         self._write_pids()
-
-    def broker_log(self, name: str) -> Path | None:
-        path = self.workdir / name / "logs" / "server.log"
-        return path if path.exists() else None
-
-    def state_change_log(self, name: str) -> Path | None:
-        return self.workdir / name / "logs" / "state-change.log"
-
-    def create_topic(self, spec: TopicSpec) -> None:
-        from harness.zkview import ZkView
-
-        with ZkView(self.zk_connect()) as zk:
-            zk.create_topic(
-                spec.name, [self.brokers[n].broker_id for n in spec.replicas], topic_config(spec)
-            )
 
 
 def kill_leftovers(workdir: Path) -> int:

@@ -18,7 +18,9 @@ def test_missing_release_tree_is_one_line(tmp_path: Path) -> None:
         find_tree(resolve_version("2.1.1"), tmp_path)
     assert str(err.value) == f"no kafka_2.11-2.1.1 under {tmp_path}"
     (tmp_path / "kafka_2.11-2.1.1" / "libs").mkdir(parents=True)
-    with pytest.raises(BrokerUnavailable, match="lacks its core jar libs/kafka_2.11-2.1.1.jar"):
+    with pytest.raises(
+        BrokerUnavailable, match=r"lacks its core jar libs/kafka_2\.11-2\.1\.1\.jar"
+    ):
         find_tree(resolve_version("2.1.1"), tmp_path)
 
 

@@ -1,4 +1,7 @@
-"""The analysis pipeline on a real local SparkSession, checked against pandas."""
+"""The analysis pipeline on a real local SparkSession, checked against pandas and by hand.
+
+One SparkSession for the module (starting a JVM costs seconds); every Spark test shares it.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ import pytest
 from harness import results
 from harness.analysis import pandas_job, spark_job
 from harness.analysis.cli import main as analyze_main
-from harness.analysis.report import write_outputs
+from harness.analysis.common import MEASURES, TABLE_NAMES
+from harness.analysis.report import write_report
 from harness.analysis.synthetic import Spec, generate
 from harness.matrix import main as matrix_main
 
@@ -27,127 +31,245 @@ def spark() -> Iterator[Any]:
     s.stop()
 
 
-def tiny(root: Path) -> None:
-    """Two runs with hand-known answers: one divergent offset, one lost write, one mismatch."""
-    base = dict(
+def assert_same(
+    spark_tables: dict[str, pd.DataFrame], pandas_tables: dict[str, pd.DataFrame]
+) -> None:
+    """Spark's tables equal pandas' exactly (same columns, dtypes, rows and order)."""
+    assert set(spark_tables) == set(pandas_tables) == set(TABLE_NAMES)
+    for name in TABLE_NAMES:
+        pdt.assert_frame_equal(spark_tables[name], pandas_tables[name], check_exact=True)
+
+
+Row = tuple[str, str, int, str, int]  # source, replica, offset, record, epoch
+Write = tuple[str, str, bool, int, str]  # source, record, lost, lost_step, lost_event
+
+
+def _run(
+    root: Path, run_id: str, version: str, protocol: str, reps: list[Row], ws: list[Write]
+) -> None:
+    info = results.RunInfo(
+        run_id=run_id,
         scenario="s",
-        version="0.10.2.1",
-        protocol="hw",
-        backend="local",
+        version=version,
+        protocol=protocol,
+        backend="model" if version.startswith("model") else "local",
         acks="1",
         min_insync=1,
         unclean=False,
         rf=2,
         records=1,
     )
-    rows = {
-        "r1": [
-            ("predicted", "A", 0, "m1"),
-            ("predicted", "A", 1, "m2"),
-            ("predicted", "B", 0, "m1"),
-            ("predicted", "B", 1, "m3"),
-            ("observed", "A", 0, "m1"),
-            ("observed", "A", 1, "m2"),
-            ("observed", "B", 0, "m1"),
-            ("observed", "B", 1, "m3"),
-        ],
-        "r2": [
-            ("predicted", "A", 0, "m1"),
-            ("predicted", "B", 0, "m1"),
-            ("observed", "A", 0, "m1"),
-            ("observed", "B", 0, "mX"),
-        ],
-    }
-    for run_id, reps in rows.items():
-        info = results.RunInfo(run_id=run_id, **base)  # type: ignore[arg-type]
-        replicas = [
-            {"run_id": run_id, "source": s, "replica": r, "offset": o, "epoch": -1, "record": rec}
-            for s, r, o, rec in reps
-        ]
-        writes = [
-            {
-                "run_id": run_id,
-                "source": src,
-                "record": "m2",
-                "status": "acked",
-                "offset": 1,
-                "acked": True,
-                "lost": run_id == "r1",
-                "lost_step": 9,
-                "lost_event": "restart A",
-            }
-            for src in ("predicted", "observed")
-        ]
-        results.write_run(root / "cells" / run_id, info, replicas, writes, [])
+    replicas = [
+        {"run_id": run_id, "source": s, "replica": r, "offset": o, "epoch": e, "record": rec}
+        for s, r, o, rec, e in reps
+    ]
+    writes = [
+        {
+            "run_id": run_id,
+            "source": s,
+            "record": rec,
+            "status": "acked",
+            "offset": 1,
+            "acked": True,
+            "lost": lost,
+            "lost_step": step,
+            "lost_event": event,
+        }
+        for s, rec, lost, step, event in ws
+    ]
+    results.write_run(root / "cells" / run_id, info, replicas, writes, [])
+
+
+def tiny(root: Path) -> None:
+    """Four runs whose every count is known by hand.
+
+    r1 (2.1.1, played): replicas disagree at offset 1 on both sides; m2 acked and lost.
+    r2 (2.1.1, played): B holds mX on disk where the model said m1 (mismatch, divergence).
+    r3 (2.1.1, played): the right record under another epoch (epoch mismatch only).
+    r4 (model:hw, model-only): divergent at offset 1, m2 lost at step 3.
+    An interrupted folder (no run.json, corrupt Parquet) must be ignored.
+    """
+    p, o = "predicted", "observed"
+    _run(
+        root,
+        "r1",
+        "2.1.1",
+        "kip320",
+        [(s, r, off, rec, 0) for s in (p, o) for r, off, rec in
+         [("A", 0, "m1"), ("A", 1, "m2"), ("B", 0, "m1"), ("B", 1, "m3")]],
+        [(p, "m2", True, 9, "restart A"), (o, "m2", True, -1, "")],
+    )  # fmt: skip
+    _run(
+        root,
+        "r2",
+        "2.1.1",
+        "kip320",
+        [(p, "A", 0, "m1", 0), (p, "B", 0, "m1", 0), (o, "A", 0, "m1", 0), (o, "B", 0, "mX", 0)],
+        [(p, "m1", False, -1, ""), (o, "m1", False, -1, "")],
+    )
+    _run(root, "r3", "2.1.1", "kip320", [(p, "A", 0, "m1", 0), (o, "A", 0, "m1", 1)], [])
+    _run(
+        root,
+        "r4",
+        "model:hw",
+        "hw",
+        [(p, "A", 0, "m1", 0), (p, "A", 1, "m2", 0), (p, "B", 0, "m1", 0), (p, "B", 1, "m9", 1)],
+        [(p, "m2", True, 3, "crash B")],
+    )
+    broken = root / "cells" / "r5"
+    broken.mkdir(parents=True)
+    (broken / "replicas.parquet").write_bytes(b"not parquet")
+
+
+TINY_BY_CONFIG = {
+    "2.1.1": dict(
+        runs=3,
+        runs_played=3,
+        writes_acked=2,
+        acked_lost=1,
+        divergent_offsets=2,
+        model_mismatches=1,
+        epoch_mismatches=1,
+        writes_acked_predicted=2,
+        writes_acked_observed=2,
+        acked_lost_predicted=1,
+        acked_lost_observed=1,
+        acked_lost_predicted_played=1,
+        divergent_offsets_predicted=1,
+        divergent_offsets_observed=2,
+    ),
+    "model:hw": dict(
+        runs=1,
+        runs_played=0,
+        writes_acked=1,
+        acked_lost=1,
+        divergent_offsets=1,
+        model_mismatches=0,
+        epoch_mismatches=0,
+        writes_acked_predicted=1,
+        writes_acked_observed=0,
+        acked_lost_predicted=1,
+        acked_lost_observed=0,
+        acked_lost_predicted_played=0,
+        divergent_offsets_predicted=1,
+        divergent_offsets_observed=0,
+    ),
+}
 
 
 def test_tiny_set_exact_numbers(tmp_path: Path, spark: Any) -> None:
     tiny(tmp_path)
     got = spark_job.summarise(tmp_path, spark)
-    row = got["by_config"].iloc[0]
-    assert row["runs"] == 2
-    assert row["writes_acked_predicted"] == 2 and row["writes_acked_observed"] == 2
-    assert row["acked_lost_predicted"] == 1 and row["acked_lost_observed"] == 1
-    assert row["divergent_offsets_predicted"] == 1
-    assert row["divergent_offsets_observed"] == 2  # r1 offset 1, r2 offset 0
-    assert row["model_mismatches"] == 1  # r2
-    assert row["runs_played"] == 2 and row["acked_lost_predicted_played"] == 1
+    by_config = got["by_config"].set_index("version")
+    assert list(by_config.index) == ["2.1.1", "model:hw"]
+    for version, expected in TINY_BY_CONFIG.items():
+        assert by_config.loc[version, MEASURES].to_dict() == expected, version
     causes = got["loss_causes"]
-    assert causes["lost_writes"].tolist() == [1, 1]
-    assert set(causes["lost_event"]) == {"restart A"}
-    for name, df in pandas_job.summarise(tmp_path).items():
-        pdt.assert_frame_equal(df, got[name])
+    assert causes[["version", "source", "lost_step", "lost_event", "lost_writes"]].to_dict(
+        "records"
+    ) == [
+        {"version": "2.1.1", "source": "observed", "lost_step": -1, "lost_event": "",
+         "lost_writes": 1},
+        {"version": "2.1.1", "source": "predicted", "lost_step": 9, "lost_event": "restart A",
+         "lost_writes": 1},
+        {"version": "model:hw", "source": "predicted", "lost_step": 3, "lost_event": "crash B",
+         "lost_writes": 1},
+    ]  # fmt: skip
+    scen = got["by_scenario_version"]
+    assert scen[["scenario", "version", "acked_lost"]].values.tolist() == [
+        ["s", "2.1.1", 1],
+        ["s", "model:hw", 1],
+    ]
+    assert_same(got, pandas_job.summarise(tmp_path))
+
+
+def test_single_run_folder(tmp_path: Path, spark: Any) -> None:
+    tiny(tmp_path)
+    got = spark_job.summarise(tmp_path / "cells" / "r2", spark)
+    row = got["by_config"].iloc[0]
+    assert (row["runs"], row["model_mismatches"], row["divergent_offsets_observed"]) == (1, 1, 1)
+    assert_same(got, pandas_job.summarise(tmp_path / "cells" / "r2"))
 
 
 def test_spark_equals_pandas_on_synthetic(tmp_path: Path, spark: Any) -> None:
-    spec = generate(tmp_path, Spec(runs=400, offsets=6, chunk_runs=150))
+    gen = generate(tmp_path, Spec(runs=600, offsets=6, chunk_runs=250, mismatch_rate=0.05))
     s = spark_job.summarise(tmp_path, spark)
-    p = pandas_job.summarise(tmp_path)
-    for name in p:
-        pdt.assert_frame_equal(p[name], s[name])
-    assert int(p["by_config"]["runs"].sum()) == spec.runs
-    assert int(p["by_config"]["model_mismatches"].sum()) > 0
+    assert_same(s, pandas_job.summarise(tmp_path))
+    totals = s["by_config"][MEASURES].sum()
+    assert totals["runs"] == gen.spec.runs and totals["runs_played"] == gen.runs_played
+    for m in (
+        "divergent_offsets_predicted",
+        "divergent_offsets_observed",
+        "acked_lost_predicted",
+        "acked_lost_observed",
+        "model_mismatches",
+        "epoch_mismatches",
+    ):
+        assert totals[m] == getattr(gen, m), m
+    assert gen.model_mismatches > 0 and gen.epoch_mismatches > 0 and gen.runs_played > 0
+    lost = s["loss_causes"]["lost_writes"].sum()
+    assert lost == gen.acked_lost_predicted + gen.acked_lost_observed
 
 
 def test_spark_equals_pandas_on_the_model_matrix(tmp_path: Path, spark: Any) -> None:
     out = tmp_path / "m"
-    assert (
-        matrix_main(
-            [
-                "--model-only",
-                "--acks",
-                "1,all",
-                "--min-insync",
-                "1",
-                "--unclean",
-                "true",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    argv = ["--model-only", "--acks", "1,all", "--min-insync", "1", "--unclean", "true"]
+    assert matrix_main([*argv, "--out", str(out)]) == 0
     s = spark_job.summarise(out, spark)
-    p = pandas_job.summarise(out)
-    for name in p:
-        pdt.assert_frame_equal(p[name], s[name])
-    k = p["by_scenario"].set_index(["scenario", "version"])
+    assert_same(s, pandas_job.summarise(out))
+    k = s["by_scenario_version"].set_index(["scenario", "version"])
     assert k.loc[("kip101-scenario1", "model:hw"), "acked_lost_predicted"] == 2
     assert k.loc[("kip101-scenario1", "model:kip320"), "acked_lost_predicted"] == 0
+    assert int(s["by_config"]["model_mismatches"].sum()) == 0  # model-only: nothing observed
 
 
-def test_report_and_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_on_spark_writes_tables_and_report(
+    tmp_path: Path, spark: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     tiny(tmp_path)
-    page = write_outputs(pandas_job.summarise(tmp_path), tmp_path / "a", "pandas")
+    # The CLI stops its session when done; lend it the module's and keep that one alive.
+    monkeypatch.setattr(spark_job, "session", lambda master="local[2]": spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    out = tmp_path / "a"
+    assert analyze_main([str(tmp_path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert str(out / "report.html") in printed and str(out / "by_config.parquet") in printed
+    for name in TABLE_NAMES:
+        assert (out / f"{name}.parquet").is_file() and (out / f"{name}.csv").is_file()
+    assert pd.read_csv(out / "by_config.csv")["runs"].sum() == 4
+    pdt.assert_frame_equal(
+        pd.read_parquet(out / "by_config.parquet"), pandas_job.summarise(tmp_path)["by_config"]
+    )
+
+
+def test_report_renders(tmp_path: Path) -> None:
+    tiny(tmp_path)
+    page = write_report(pandas_job.summarise(tmp_path), tmp_path / "a", "pandas", "tiny")
     text = page.read_text()
-    assert text.count("data:image/png;base64,") >= 2
-    assert "Which step caused each loss" in text and "model_mismatches" in text
-    for f in ("by_config.parquet", "by_config.csv", "loss_causes.csv", "loss_by_config.png"):
-        assert (tmp_path / "a" / f).is_file()
-    assert pd.read_csv(tmp_path / "a" / "by_config.csv")["runs"].sum() == 2
+    assert text.count("<img alt=") == 2 and text.count("data:image/png;base64,iVBOR") == 2
+    for header in ("Loss causes", "Model mismatches", "By config", "scenario x version"):
+        assert header in text
+    for column in ("acked_lost_observed", "lost_event", "model_mismatches"):
+        assert f"<th>{column}</th>" in text
+    for png in ("loss_by_config.png", "heatmap_scenario_version.png"):
+        assert (tmp_path / "a" / png).read_bytes().startswith(b"\x89PNG")
+
+
+def test_cli_errors_on_missing_or_empty_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert analyze_main([str(tmp_path / "missing")]) == 2
-    assert "no such folder" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no such folder" in err and err.count("\n") == 1
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert analyze_main([str(empty), "--engine", "pandas"]) == 2
-    assert "no runs" in capsys.readouterr().err
+    assert analyze_main([str(empty)]) == 2  # before any JVM is started
+    err = capsys.readouterr().err
+    assert "no runs" in err and err.count("\n") == 1
+
+
+def test_cli_pandas_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    generate(tmp_path, Spec(runs=50, offsets=4))
+    assert analyze_main([str(tmp_path), "--engine", "pandas"]) == 0
+    assert (tmp_path / "analysis" / "report.html").is_file()
+    assert "loss_causes.parquet" in capsys.readouterr().out

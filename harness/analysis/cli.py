@@ -1,4 +1,11 @@
-"""``hwchaos analyze DIR [--master URL] [--engine spark|pandas] [--out OUT]``."""
+"""``hwchaos analyze DIR [--master URL] [--out OUTDIR] [--engine spark|pandas]``.
+
+Reads a results folder (a matrix, a single run folder, or a bulk set with ``runs.parquet``;
+see :mod:`harness.analysis.common`), writes the summary tables as Parquet and CSV under
+OUTDIR (default ``DIR/analysis``) and an HTML report with charts. Spark is the default
+engine, as matrices of broker runs outgrow one process; ``--engine pandas`` skips the JVM
+for small folders and gives the same tables.
+"""
 
 from __future__ import annotations
 
@@ -7,44 +14,58 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
+from harness.analysis.common import NoResults, locate
+
+
+def _progress(t0: float, text: str) -> None:
+    print(f"analyze [{time.perf_counter() - t0:5.1f}s] {text}", flush=True)
+
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos analyze", description=__doc__)
-    p.add_argument("dir", help="a results folder (matrix output or run folders)")
-    p.add_argument("--master", default="local[2]", help="Spark master URL")
-    p.add_argument("--engine", choices=["spark", "pandas"], default="spark")
+    p = argparse.ArgumentParser(
+        prog="hwchaos analyze",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument("dir", help="a results folder: matrix output, run folder or bulk set")
+    p.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     p.add_argument("--out", help="output folder (default DIR/analysis)")
+    p.add_argument("--engine", choices=["spark", "pandas"], default="spark")
     args = p.parse_args(argv)
     root = Path(args.dir)
-    if not root.is_dir():
-        print(f"hwchaos analyze: {root}: no such folder", file=sys.stderr)
-        return 2
     out = Path(args.out) if args.out else root / "analysis"
     t0 = time.perf_counter()
     try:
+        # Fail on a missing or empty folder before a JVM is started for nothing.
+        runs, files = locate(root)
+        _progress(t0, f"{root}: {len(runs)} runs, {len(files['replicas'])} replica files")
+        tables: dict[str, pd.DataFrame]
         if args.engine == "spark":
             from harness.analysis import spark_job
 
-            print(f"analyze: starting Spark ({args.master})", file=sys.stderr)
+            _progress(t0, f"starting Spark ({args.master})")
             spark = spark_job.session(args.master)
             try:
-                tables = spark_job.summarise(root, spark)
+                _progress(t0, "computing tables on Spark")
+                tables = spark_job.analyze(root, out, spark)
             finally:
                 spark.stop()
         else:
             from harness.analysis import pandas_job
 
-            tables = pandas_job.summarise(root)
-    except FileNotFoundError as exc:
+            _progress(t0, "computing tables with pandas")
+            tables = pandas_job.analyze(root, out)
+    except NoResults as exc:
         print(f"hwchaos analyze: {exc}", file=sys.stderr)
         return 2
-    from harness.analysis.report import write_outputs
+    from harness.analysis.report import write_report
 
-    page = write_outputs(tables, out, args.engine)
-    runs = int(tables["by_config"]["runs"].sum())
-    print(f"analyze: {runs} runs in {time.perf_counter() - t0:.1f}s -> {out}", file=sys.stderr)
-    for name in tables:
-        print(f"  {out / (name + '.parquet')} ({len(tables[name])} rows, also .csv)")
+    _progress(t0, "rendering report")
+    page = write_report(tables, out, args.engine, str(root))
+    _progress(t0, f"done -> {out}")
+    for name, df in tables.items():
+        print(f"  {out / (name + '.parquet')}  ({len(df)} rows; also {name}.csv)")
     print(f"  {page}")
     return 0
 

@@ -1,73 +1,126 @@
-"""The analysis in pandas: the reference the Spark job is checked against, and the fast
-path for small result folders."""
+"""The analysis in pandas: the reference the Spark job is checked against, and the fast path
+for result folders that fit in one process.
+
+Why a twin: the Spark job's joins and groupings are easy to get subtly wrong (nulls in outer
+joins, runs with no rows of one kind), and a second, independent formulation that must give
+the same tables to the last integer is the cheapest check. Only the columns a measure needs
+are read, and strings are factorised to integer codes before grouping, so ten million
+replica rows fit in a few GiB.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from harness.analysis.common import (
     CAUSE_KEYS,
     CONFIG_KEYS,
     MEASURES,
+    REPLICA_COLUMNS,
+    RUN_MEASURES,
     SCENARIO_KEYS,
-    load_runs,
+    SOURCES,
+    WRITE_COLUMNS,
+    locate,
     normalise,
-    table_files,
+    write_tables,
 )
 
+_EMPTY = {
+    "replicas": {"run_id": "str", "source": "str", "replica": "str", "offset": "int64",
+                 "epoch": "int32", "record": "str"},
+    "writes": {"run_id": "str", "source": "str", "acked": "bool", "lost": "bool",
+               "lost_step": "int32", "lost_event": "str"},
+}  # fmt: skip
 
-def _read(root: Path, name: str, columns: list[str]) -> pd.DataFrame:
-    files = table_files(root, name)
+
+def _read(files: list[str], columns: list[str], kind: str, run_ids: pd.Index) -> pd.DataFrame:
+    """The given columns of every file, restricted to runs with metadata."""
     if not files:
-        return pd.DataFrame(columns=columns)
-    return pd.concat([pd.read_parquet(f, columns=columns) for f in files], ignore_index=True)
+        return pd.DataFrame({c: pd.Series(dtype=_EMPTY[kind][c]) for c in columns})
+    df = pd.concat([pd.read_parquet(f, columns=columns) for f in files], ignore_index=True)
+    return df[df["run_id"].isin(run_ids)].reset_index(drop=True)
 
 
-def per_run(replicas: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
-    """One row per run_id with every measure except ``runs``."""
-    w = writes.assign(acked=writes["acked"].astype(bool), lost=writes["lost"].astype(bool))
-    w = w.assign(lost=w["acked"] & w["lost"])
-    grouped = w.groupby(["run_id", "source"]).agg(acked=("acked", "sum"), lost=("lost", "sum"))
-    wagg = pd.DataFrame(grouped.unstack("source", fill_value=0))
-    out = pd.DataFrame(
-        index=pd.Index(sorted(set(writes["run_id"]) | set(replicas["run_id"])), name="run_id")
+def per_run(run_ids: pd.Index, replicas: pd.DataFrame, writes: pd.DataFrame) -> pd.DataFrame:
+    """One row per run id with :data:`RUN_MEASURES` (0 where a run has no rows)."""
+    out = pd.DataFrame(index=pd.Index(run_ids, name="run_id"))
+    r = replicas.assign(
+        run=pd.Categorical(replicas["run_id"], categories=run_ids).codes,
+        rec=pd.factorize(replicas["record"])[0],
+        rep=pd.factorize(replicas["replica"])[0],
     )
-    for src in ("predicted", "observed"):
-        out[f"writes_acked_{src}"] = wagg.get(("acked", src), pd.Series(dtype="int64"))
-        out[f"acked_lost_{src}"] = wagg.get(("lost", src), pd.Series(dtype="int64"))
-    n = replicas.groupby(["run_id", "source", "offset"])["record"].nunique()
-    div = n[n > 1].reset_index().groupby(["run_id", "source"]).size().unstack(fill_value=0)
-    for src in ("predicted", "observed"):
-        out[f"divergent_offsets_{src}"] = div[src] if src in div.columns else 0
-    obs = replicas[replicas["source"] == "observed"]
-    observed_runs = set(obs["run_id"])
-    pred = replicas[(replicas["source"] == "predicted") & replicas["run_id"].isin(observed_runs)]
-    keys = ["run_id", "replica", "offset"]
-    j = pred[[*keys, "record"]].merge(
-        obs[[*keys, "record"]], on=keys, how="outer", suffixes=("_p", "_o")
+    sides = {src: r[r["source"] == src] for src in SOURCES}
+    for src, side in sides.items():
+        # Two replicas hold different records at an offset: more than one distinct record.
+        n = side.groupby(["run", "offset"])["rec"].nunique()
+        per = (n[n > 1]).groupby(level="run").size()
+        out[f"divergent_offsets_{src}"] = _by_code(per, len(run_ids))
+
+    w = writes.assign(lost_acked=writes["acked"].astype(bool) & writes["lost"].astype(bool))
+    w = w.assign(acked=w["acked"].astype(bool))
+    for src in SOURCES:
+        mine = w[w["source"] == src].groupby("run_id")[["acked", "lost_acked"]].sum()
+        out[f"writes_acked_{src}"] = mine["acked"].reindex(run_ids, fill_value=0).to_numpy()
+        out[f"acked_lost_{src}"] = mine["lost_acked"].reindex(run_ids, fill_value=0).to_numpy()
+
+    played_codes = np.union1d(
+        sides["observed"]["run"].unique(),
+        pd.Categorical(w.loc[w["source"] == "observed", "run_id"], categories=run_ids).codes,
     )
-    bad = j[j["record_p"].isna() | j["record_o"].isna() | (j["record_p"] != j["record_o"])]
-    out["model_mismatches"] = out.index.isin(set(bad["run_id"])).astype("int64")
-    played = observed_runs | set(writes.loc[writes["source"] == "observed", "run_id"])
-    out["runs_played"] = out.index.isin(played).astype("int64")
-    out["acked_lost_predicted_played"] = out["acked_lost_predicted"].fillna(0) * out["runs_played"]
-    return out.fillna(0).astype("int64").reset_index()
+    played = np.zeros(len(run_ids), dtype="int64")
+    played[played_codes[played_codes >= 0]] = 1
+    out["runs_played"] = played
+
+    # Observed against predicted, position by position, for the played runs only: a
+    # model-only run has nothing observed, and its predicted rows are not differences.
+    keys = ["run", "rep", "offset"]
+    pred = sides["predicted"]
+    pred = pred[played[pred["run"].to_numpy()] == 1][[*keys, "rec", "epoch"]]
+    obs = sides["observed"][[*keys, "rec", "epoch"]]
+    j = pred.merge(obs, on=keys, how="outer", suffixes=("_p", "_o"))
+    present = j["rec_p"].notna() & j["rec_o"].notna()
+    same = present & (j["rec_p"] == j["rec_o"])
+    mism = j.loc[~same, "run"].unique()
+    ep, eo = j["epoch_p"], j["epoch_o"]
+    epoch_bad = j.loc[same & (ep >= 0) & (eo >= 0) & (ep != eo), "run"].unique()
+    for name, codes in (("model_mismatches", mism), ("epoch_mismatches", epoch_bad)):
+        flags = np.zeros(len(run_ids), dtype="int64")
+        flags[codes.astype("int64")] = 1
+        out[name] = flags
+    return out[RUN_MEASURES].astype("int64").reset_index()
+
+
+def _by_code(counts: pd.Series, n: int) -> np.ndarray:
+    """A count per run code as a dense array over all ``n`` runs."""
+    dense = np.zeros(n, dtype="int64")
+    dense[counts.index.to_numpy(dtype="int64")] = counts.to_numpy(dtype="int64")
+    return dense
+
+
+def derive(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The evidence columns: observed figures for played runs, predicted for the others."""
+    df = metrics.copy()
+    played = df["runs_played"] > 0
+    df["runs"] = 1
+    for m in ("writes_acked", "acked_lost", "divergent_offsets"):
+        df[m] = df[f"{m}_observed"].where(played, df[f"{m}_predicted"])
+    df["acked_lost_predicted_played"] = df["acked_lost_predicted"].where(played, 0)
+    return df
 
 
 def summarise(root: Path) -> dict[str, pd.DataFrame]:
-    runs = load_runs(root)
-    replicas = _read(root, "replicas", ["run_id", "source", "replica", "offset", "record"])
-    writes = _read(
-        root, "writes", ["run_id", "source", "record", "acked", "lost", "lost_step", "lost_event"]
-    )
-    metrics = runs.merge(per_run(replicas, writes), on="run_id", how="left").fillna(
-        {m: 0 for m in MEASURES if m != "runs"}
-    )
-    metrics["runs"] = 1
-    out = {}
-    for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario", SCENARIO_KEYS)):
+    """The three summary tables of ``root`` (see :mod:`harness.analysis.common`)."""
+    runs, files = locate(root)
+    run_ids = pd.Index(runs["run_id"])
+    replicas = _read(files["replicas"], REPLICA_COLUMNS, "replicas", run_ids)
+    writes = _read(files["writes"], WRITE_COLUMNS, "writes", run_ids)
+    metrics = derive(runs.merge(per_run(run_ids, replicas, writes), on="run_id", how="left"))
+    out: dict[str, pd.DataFrame] = {}
+    for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario_version", SCENARIO_KEYS)):
         g = metrics.groupby(keys, as_index=False)[MEASURES].sum()
         out[name] = normalise(g[[*keys, *MEASURES]], keys)
     lost = writes[writes["acked"].astype(bool) & writes["lost"].astype(bool)]
@@ -75,3 +128,10 @@ def summarise(root: Path) -> dict[str, pd.DataFrame]:
     causes = lost.groupby(CAUSE_KEYS, as_index=False).size().rename(columns={"size": "lost_writes"})
     out["loss_causes"] = normalise(causes[[*CAUSE_KEYS, "lost_writes"]], CAUSE_KEYS)
     return out
+
+
+def analyze(root: Path, out: Path) -> dict[str, pd.DataFrame]:
+    """Compute the tables and write them as Parquet and CSV under ``out``; return them."""
+    tables = summarise(root)
+    write_tables(tables, out)
+    return tables

@@ -1,7 +1,12 @@
-"""The analysis report: tables as Parquet/CSV, charts as PNG, one self-contained HTML page.
+"""The analysis report: one self-contained HTML page, charts beside it as PNG.
 
-Charts (matplotlib, Agg): acknowledged writes lost per config, predicted beside observed;
-a heat map of scenario x version; the page also lists loss causes and model mismatches.
+Why self-contained: the page is mailed around and attached to tickets, so the charts are
+embedded as base64 PNG (matplotlib's Agg backend, no display needed) and the tables are plain
+HTML; the PNGs are also written next to it for slides and diffs.
+
+Contents: acknowledged-write loss per config (predicted beside observed when some runs were
+played on brokers), a scenario x version heat map of acknowledged writes lost, the step of
+each loss, and the model mismatches.
 """
 
 from __future__ import annotations
@@ -9,8 +14,23 @@ from __future__ import annotations
 import base64
 import html
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+
+from harness.analysis.common import CONFIG_KEYS
+
+MAX_BARS = 40  # beyond this a horizontal bar chart stops being readable
+
+
+def _pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (works on a headless CI box)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _config_label(row: pd.Series) -> str:
@@ -20,55 +40,73 @@ def _config_label(row: pd.Series) -> str:
     )
 
 
-def loss_chart(by_config: pd.DataFrame, path: Path) -> None:
-    import matplotlib
+def loss_chart(by_config: pd.DataFrame, path: Path) -> str:
+    """Bar chart of acknowledged writes lost per config; returns its caption.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    Broker configs compare like with like: their predicted bar is the prediction of the runs
+    that were played to a verdict, not of every run (some may have errored).
+    """
+    plt = _pyplot()
     df = by_config.copy()
     df["label"] = df.apply(_config_label, axis=1)
-    # Broker rows compare like with like: the prediction of the runs that played to the end.
     model_only = df["version"].str.startswith("model")
     df["predicted"] = df["acked_lost_predicted"].where(
         model_only, df["acked_lost_predicted_played"]
     )
-    df = df.sort_values(["label"]).head(40)
-    fig, ax = plt.subplots(figsize=(10, max(3, 0.28 * len(df))))
-    y = range(len(df))
-    ax.barh([i + 0.2 for i in y], df["predicted"], height=0.4, label="predicted")
-    if df["runs_played"].sum() > 0:
+    observed = bool(df["runs_played"].sum() > 0)
+    df["worst"] = df[["predicted", "acked_lost_observed"]].max(axis=1)
+    shown = df.sort_values(["worst", "label"], ascending=[False, True]).head(MAX_BARS)
+    fig, ax = plt.subplots(figsize=(10, max(3.0, 0.3 * len(shown) + 1.2)))
+    y = list(range(len(shown)))
+    height = 0.4 if observed else 0.7
+    ax.barh(
+        [i - height / 2 if observed else i for i in y],
+        shown["predicted"],
+        height=height,
+        label="predicted (model)",
+        color="#4c72b0",
+    )
+    if observed:
         ax.barh(
-            [i - 0.2 for i in y], df["acked_lost_observed"], height=0.4, label="observed on brokers"
+            [i + height / 2 for i in y],
+            shown["acked_lost_observed"],
+            height=height,
+            label="observed on brokers",
+            color="#dd8452",
         )
-    ax.set_yticks(list(y), df["label"], fontsize=7)
+    ax.set_yticks(y, list(shown["label"]), fontsize=7)
     ax.invert_yaxis()
     ax.set_xlabel("acknowledged writes lost")
     ax.set_title("Acknowledged-write loss by version and config")
-    ax.legend()
+    ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    caption = f"{len(shown)} of {len(df)} configs"
+    return caption + (f", the {MAX_BARS} with most loss" if len(df) > MAX_BARS else "")
 
 
-def heatmap(by_scenario: pd.DataFrame, path: Path, measure: str = "acked_lost_predicted") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def heatmap(by_scenario: pd.DataFrame, path: Path, measure: str = "acked_lost") -> None:
+    """Scenario x version grid of ``measure``, each cell annotated with its count."""
+    plt = _pyplot()
     grid = by_scenario.pivot_table(
         index="scenario", columns="version", values=measure, aggfunc="sum", fill_value=0
     )
     fig, ax = plt.subplots(figsize=(4 + 1.1 * len(grid.columns), 1.5 + 0.45 * len(grid.index)))
-    im = ax.imshow(grid.values, cmap="Reds", aspect="auto")
-    ax.set_xticks(range(len(grid.columns)), grid.columns, rotation=30, ha="right")
-    ax.set_yticks(range(len(grid.index)), grid.index, fontsize=8)
-    for i in range(grid.shape[0]):
-        for j in range(grid.shape[1]):
-            ax.text(j, i, str(int(grid.values[i, j])), ha="center", va="center", fontsize=8)
-    ax.set_title(measure.replace("_", " "))
-    fig.colorbar(im, ax=ax)
+    values = grid.to_numpy()
+    im = ax.imshow(values, cmap="Reds", aspect="auto", vmin=0)
+    ax.set_xticks(range(len(grid.columns)), list(grid.columns), rotation=30, ha="right")
+    ax.set_yticks(range(len(grid.index)), list(grid.index), fontsize=8)
+    top = values.max() if values.size else 0
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            v = int(values[i, j])
+            colour = "white" if top and v > 0.6 * top else "black"
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=8, color=colour)
+    ax.set_title(measure.replace("_", " ") + " (scenario x version)")
+    from matplotlib.ticker import MaxNLocator
+
+    fig.colorbar(im, ax=ax, ticks=MaxNLocator(integer=True))  # counts: no 0.25 ticks
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -79,42 +117,62 @@ def _img(path: Path) -> str:
     return f"<img alt='{html.escape(path.stem)}' src='data:image/png;base64,{data}'>"
 
 
-def write_outputs(tables: dict[str, pd.DataFrame], out: Path, engine: str) -> Path:
-    """Write every table (Parquet + CSV), the PNG charts and ``report.html``; return it."""
+def _table(df: pd.DataFrame) -> str:
+    return df.to_html(index=False, border=0, escape=True) if len(df) else "<p>none</p>"
+
+
+def write_report(
+    tables: dict[str, pd.DataFrame], out: Path, engine: str = "", source: str = ""
+) -> Path:
+    """Write the PNG charts and ``report.html`` under ``out``; return the page's path."""
     out.mkdir(parents=True, exist_ok=True)
-    for name, df in tables.items():
-        df.to_parquet(out / f"{name}.parquet", index=False)
-        df.to_csv(out / f"{name}.csv", index=False)
-    loss_png, heat_png = out / "loss_by_config.png", out / "heatmap_scenario_version.png"
-    loss_chart(tables["by_config"], loss_png)
-    heatmap(tables["by_scenario"], heat_png)
-    observed = tables["by_scenario"]["writes_acked_observed"].sum() > 0
-    heat_obs = out / "heatmap_observed.png"
-    if observed:
-        heatmap(tables["by_scenario"], heat_obs, "acked_lost_observed")
-    mism = tables["by_config"][tables["by_config"]["model_mismatches"] > 0]
-    parts = [
-        "<!doctype html><meta charset='utf-8'><title>hwchaos analysis</title>",
-        "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:"
-        "collapse;font-size:.8em}td,th{border:1px solid #ccc;padding:2px 6px}</style>",
-        f"<h1>hwchaos analysis</h1><p>engine: {engine}; "
-        f"{int(tables['by_config']['runs'].sum())} runs.</p>",
-        "<h2>Acknowledged writes lost, by config</h2>",
-        _img(loss_png),
-        "<h2>Scenario x version (predicted)</h2>",
-        _img(heat_png),
+    by_config, by_scenario = tables["by_config"], tables["by_scenario_version"]
+    loss_png = out / "loss_by_config.png"
+    heat_png = out / "heatmap_scenario_version.png"
+    caption = loss_chart(by_config, loss_png)
+    heatmap(by_scenario, heat_png, "acked_lost")
+    mism_cols = [
+        *CONFIG_KEYS,
+        "runs",
+        "runs_played",
+        "model_mismatches",
+        "epoch_mismatches",
+        "acked_lost_predicted_played",
+        "acked_lost_observed",
+        "divergent_offsets_predicted",
+        "divergent_offsets_observed",
     ]
-    if observed:
-        parts += ["<h2>Scenario x version (observed on brokers)</h2>", _img(heat_obs)]
-    parts += [
-        "<h2>Which step caused each loss</h2>",
-        tables["loss_causes"].to_html(index=False),
-        f"<h2>Model mismatches</h2><p>{len(mism)} configs with mismatching runs.</p>",
-        mism.to_html(index=False) if len(mism) else "",
+    played = by_config[by_config["runs_played"] > 0]
+    mism = played[(played["model_mismatches"] > 0) | (played["epoch_mismatches"] > 0)]
+    runs, n_played = int(by_config["runs"].sum()), int(by_config["runs_played"].sum())
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>hwchaos analysis</title>",
+        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
+        "table{border-collapse:collapse;font-size:.8em;margin-bottom:1em}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+        "img{max-width:100%}</style></head><body>",
+        "<h1>hwchaos analysis</h1>",
+        f"<p>{html.escape(source)} &middot; engine: {html.escape(engine)} &middot; "
+        f"{runs} runs, {n_played} played on brokers, {runs - n_played} model-only.</p>",
+        "<h2>Acknowledged writes lost, by config</h2>",
+        f"<p>{html.escape(caption)}.</p>",
+        _img(loss_png),
+        "<h2>Acknowledged writes lost, scenario x version</h2>",
+        "<p>Observed figures for runs played on brokers, predicted for model-only runs.</p>",
+        _img(heat_png),
+        "<h2>Loss causes</h2>",
+        "<p>The step after which each lost acknowledged write was gone, per scenario.</p>",
+        _table(tables["loss_causes"]),
+        "<h2>Model mismatches</h2>",
+        f"<p>{int(played['model_mismatches'].sum())} of {n_played} played runs differ from "
+        f"the model in a record at some offset; {int(played['epoch_mismatches'].sum())} "
+        "only in a leader epoch.</p>",
+        _table(mism[mism_cols]),
         "<h2>By config</h2>",
-        tables["by_config"].to_html(index=False),
+        _table(by_config),
         "<h2>By scenario and version</h2>",
-        tables["by_scenario"].to_html(index=False),
+        _table(by_scenario),
+        "</body></html>",
     ]
     page = out / "report.html"
     page.write_text("\n".join(parts))

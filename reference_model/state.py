@@ -110,14 +110,6 @@ class Config(NamedTuple):
     min_insync: int = 1
     unclean: bool = False  # unclean.leader.election.enable
 
-    def broker_index(self, name: str) -> int:
-        try:
-            return self.brokers.index(name)
-        except ValueError:
-            raise ValueError(
-                f"unknown broker {name!r} (brokers: {', '.join(self.brokers)})"
-            ) from None
-
 
 def initial_state(config: Config, leader: int = 0) -> PartitionState:
     """A freshly created partition: every replica in the ISR, empty logs, epoch 0."""

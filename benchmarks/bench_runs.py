@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow.parquet as pq
 
-from harness.runner import play
-from harness.scenarios import SCENARIO_DIR, load_scenario
-from harness.versions import resolve_version
+from harness.db.versions import resolve_version
+from harness.generator.runner import play
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ Why: after every run hwchaos reads back every replica's segments, so the parser 
 up with real segment sizes; DumpLogSegments is the yardstick (and the tool it replaces).
 
 Builds large v2 segments with the test encoder (small records, uncompressed and gzip),
-times ``harness.logformat.read_segment`` (best of ``--repeat``, with and without CRC
+times ``harness.readback.logformat.read_segment`` (best of ``--repeat``, with and without CRC
 checks), and, when ``$HWCHAOS_KAFKA_DISTS`` (default /opt/kafka-dists) holds a Kafka
 release tree with ``libs/kafka_*.jar``, times
 ``kafka.tools.DumpLogSegments --files SEG --print-data-log`` on the same files.
@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.dump import main as dump_main  # noqa: E402
-from harness.logformat import read_segment  # noqa: E402
+from harness.readback.dump import main as dump_main  # noqa: E402
+from harness.readback.logformat import read_segment  # noqa: E402
 from tests.kafka_encoding import Rec, v2_batch  # noqa: E402
 
 DEFAULT_DISTS = Path("/opt/kafka-dists")

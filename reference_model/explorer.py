@@ -5,7 +5,7 @@ orderings that break it, i.e. a minimal counterexample a human can read and the 
 replay. States are deduplicated on their full value (they are hashable tuples), so the search
 ends when every reachable state under the bounds has been expanded.
 
-Pure: no I/O, no clock. ``harness.explore_cli`` times it and writes the scenario files.
+Pure: no I/O, no clock. ``harness.cli.explore`` times it and writes the scenario files.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Scenarios as data: parsing and validating a scenario document (already loaded from YAML).
 
 The model stays pure, so this module takes a mapping and a source name and never opens a
-file; ``harness.scenarios`` does the reading. Every error names the source, the step and what
-is wrong, in one line.
+file; ``harness.generator.scenarios`` does the reading. Every error names the source, the
+step and what is wrong, in one line.
 
 Document shape::
 

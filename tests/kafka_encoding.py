@@ -1,6 +1,6 @@
 """A test-only encoder of Kafka log segments (message formats v0, v1, v2), from the spec.
 
-An independent code path to round-trip harness.logformat through: it shares nothing with
+An independent code path to round-trip harness.readback.logformat through: it shares nothing with
 the parser but the format description (Kafka's ``LegacyRecord``, ``DefaultRecordBatch`` and
 ``DefaultRecord``), so a misreading of the spec would have to be made twice to go unseen.
 Every function returns the exact bytes a broker would append to a ``.log`` file.

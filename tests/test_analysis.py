@@ -13,13 +13,13 @@ import pandas as pd
 import pandas.testing as pdt
 import pytest
 
-from harness import results
 from harness.analysis import pandas_job, spark_job
 from harness.analysis.cli import main as analyze_main
 from harness.analysis.common import MEASURES, TABLE_NAMES
 from harness.analysis.report import write_report
 from harness.analysis.synthetic import Spec, generate
-from harness.matrix import main as matrix_main
+from harness.checker import results
+from harness.cli.matrix import main as matrix_main
 
 pytestmark = pytest.mark.spark
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
-from harness.backends.containers import docker_available
-from harness.backends.local import find_tree
 from harness.db import BrokerUnavailable
-from harness.runner import play
-from harness.scenarios import SCENARIO_DIR, load_scenario
-from harness.versions import resolve_version
+from harness.db.containers import docker_available
+from harness.db.local import find_tree
+from harness.db.versions import resolve_version
+from harness.generator.runner import play
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 
 pytestmark = pytest.mark.broker
 

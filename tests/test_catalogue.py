@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scenarios import SCENARIO_DIR, load_scenario
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from reference_model.run import run_scenario
 
 # scenario -> generation -> (lost_acked, divergent_offsets)

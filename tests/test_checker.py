@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.checker import check, diff_logs, divergent_offsets, first_differing_step
+from harness.checker.diff import check, diff_logs, divergent_offsets, first_differing_step
 
 
 def frame(rows: list[tuple[str, int, int, str]]) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.checkpoints import (
+from harness.readback.checkpoints import (
     read_leader_epoch_checkpoint,
     read_offset_checkpoint,
     write_leader_epoch_checkpoint,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.containers import docker_available, image_for
-from harness.versions import resolve_version
+from harness.db.containers import docker_available, image_for
+from harness.db.versions import resolve_version
 
 DOCKER = Path(__file__).resolve().parent.parent / "docker"
 

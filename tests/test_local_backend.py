@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.backends.local import find_tree, kill_leftovers
 from harness.db import BrokerUnavailable
-from harness.versions import resolve_version
+from harness.db.local import find_tree, kill_leftovers
+from harness.db.versions import resolve_version
 
 
 def test_missing_release_tree_is_one_line(tmp_path: Path) -> None:

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.dump import main as dump_main
-from harness.logformat import (
+from harness.readback.dump import main as dump_main
+from harness.readback.logformat import (
     BatchInfo,
     LogRecord,
     UnsupportedCodec,
@@ -691,7 +691,7 @@ def test_real_codecs_are_covered() -> None:
 @needs_fixtures
 def test_cut_log_to_keeps_whole_batches_and_drops_indexes(tmp_path: Path) -> None:
     """The nemesis's power-loss cut, read back with this parser."""
-    from harness.nemesis import cut_log_to
+    from harness.nemesis.faults import cut_log_to
 
     pdir = tmp_path / "hwchaos-0"
     shutil.copytree(DATA / "2.1.1" / "hwchaos-0", pdir)
@@ -767,7 +767,7 @@ def test_dump_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_dump_runs_standalone(tmp_path: Path) -> None:
     write(tmp_path, v2_batch(0, [Rec(b"k", b"m1")], epoch=5))
     proc = subprocess.run(
-        [sys.executable, "-m", "harness.dump", str(tmp_path)],
+        [sys.executable, "-m", "harness.readback.dump", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
-from harness import results
-from harness.advise import main as advise_main
-from harness.matrix import main as matrix_main
-from harness.scenarios import catalogue
+from harness.checker import results
+from harness.cli.advise import main as advise_main
+from harness.cli.matrix import main as matrix_main
+from harness.generator.scenarios import catalogue
 
 N_CELLS = len(catalogue()) * 4 * 8  # scenarios x generations x config grid
 SMALL = ["--model-only", "--acks", "1,all", "--min-insync", "1,2", "--unclean", "false,true"]
@@ -57,7 +57,7 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "m"
-    cmd = [sys.executable, "-m", "harness.matrix", *SMALL, "--out", str(out)]
+    cmd = [sys.executable, "-m", "harness.cli.matrix", *SMALL, "--out", str(out)]
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.DEVNULL,

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from harness.cli import main
-from harness.scenarios import SCENARIO_DIR, catalogue, load_scenario
+from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
 from reference_model.explorer import Bounds, counterexample_scenario, explore
 from reference_model.generations import GENERATIONS, generation
 from reference_model.run import run_scenario

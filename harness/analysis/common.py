@@ -4,14 +4,14 @@ Why one module: the Spark job and its pandas twin must agree exactly (a test che
 the inputs they read, the measures' names and the outputs' dtypes and row order are decided
 here once rather than in each engine.
 
-Inputs (layout of :mod:`harness.results`), found by :func:`locate`:
+Inputs (layout of :mod:`harness.checker.results`), found by :func:`locate`:
 
 * a single run folder (``DIR/run.json`` exists): that folder's tables;
 * a matrix (``DIR/cells/<cell_id>/``): the tables of every folder holding a ``run.json``.
   A folder without one is an interrupted run (``run.json`` is the commit marker), so its
   possibly half-written Parquet is never read;
 * a bulk set (``DIR/runs.parquet`` exists, as the synthetic generator writes): run
-  metadata from that file, one row per run with the :class:`harness.results.RunInfo`
+  metadata from that file, one row per run with the :class:`harness.checker.results.RunInfo`
   columns, and tables from every ``DIR/cells/*/<table>.parquet``, each holding many runs.
   This is the one addition to the layout, for data sets too large for a folder per run.
 
@@ -37,7 +37,7 @@ Measures (:data:`MEASURES`), summed over the runs of a group:
 ``epoch_mismatches``
     played runs where a record is where the model put it but under another leader epoch
     (where both sides store an epoch, i.e. epoch >= 0). Kept apart from ``model_mismatches``
-    as :mod:`harness.checker` does: which epoch number a controller hands out after
+    as :mod:`harness.checker.diff` does: which epoch number a controller hands out after
     simultaneous failures is not something the model pins, records at offsets are.
 ``*_predicted`` / ``*_observed``
     the same per source: acknowledged writes (``writes_acked_``), those lost

@@ -7,9 +7,9 @@ lost at a named step, played runs have observed rows that mostly match the predi
 :func:`generate` returns the totals the analysis must find.
 
 Bulk layout (see :mod:`harness.analysis.common`): run metadata in ``DIR/runs.parquet``
-(the :class:`harness.results.RunInfo` columns that fit a table), rows in
+(the :class:`harness.checker.results.RunInfo` columns that fit a table), rows in
 ``DIR/cells/chunk-NNNN/{replicas,writes}.parquet`` holding ``chunk_runs`` runs each, with the
-:mod:`harness.results` schemas. A folder per run would put a hundred thousand tiny files in
+:mod:`harness.checker.results` schemas. A folder per run would put a hundred thousand tiny files in
 front of both engines and measure the file system, not the analysis.
 
 Vectorised with numpy and pyarrow (strings built through dictionary arrays, never a Python
@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness import results
+from harness.checker import results
 
 SCENARIOS = [
     "kip101-scenario1",

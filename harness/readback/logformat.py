@@ -40,7 +40,7 @@ from typing import Any
 
 import crc32c
 
-from harness.checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
+from harness.readback.checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
 
 #: Codec names by the low three attribute bits, in Kafka's ``CompressionType`` order.
 CODECS: dict[int, str] = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}

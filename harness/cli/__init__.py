@@ -40,7 +40,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, object]:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from harness.scenarios import load_scenario
+    from harness.generator.scenarios import load_scenario
     from reference_model.run import format_table, run_scenario
 
     scenario = load_scenario(args.scenario).with_overrides(**_overrides(args))  # type: ignore[arg-type]
@@ -53,7 +53,7 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from harness.explore_cli import main as explore_main
+    from harness.cli.explore import main as explore_main
 
     return explore_main(args)
 
@@ -107,11 +107,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Subcommands with their own argument parser (``hwchaos NAME --help`` shows it).
 PASSTHROUGH = {
-    "run": ("harness.run_cli", "play a scenario on real brokers and diff against the model"),
-    "dump": ("harness.dump", "print a partition dir like Kafka's DumpLogSegments"),
+    "run": ("harness.cli.run", "play a scenario on real brokers and diff against the model"),
+    "dump": ("harness.readback.dump", "print a partition dir like Kafka's DumpLogSegments"),
     "analyze": ("harness.analysis.cli", "PySpark analysis of a results folder"),
-    "matrix": ("harness.matrix", "scenarios x versions x configs, resumable"),
-    "advise": ("harness.advise", "which failure orderings lose acked writes under settings"),
+    "matrix": ("harness.cli.matrix", "scenarios x versions x configs, resumable"),
+    "advise": ("harness.cli.advise", "which failure orderings lose acked writes under settings"),
 }
 
 
@@ -138,5 +138,3 @@ def _guarded(run: Callable[[], int]) -> int:
         return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())

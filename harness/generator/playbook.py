@@ -32,12 +32,12 @@ from typing import Any
 
 from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
 
-from harness import nemesis
-from harness.client import Delivery, Producer
+from harness.client.producer import Delivery, Producer
 from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster, TopicSpec
-from harness.logformat import read_partition_dir
-from harness.versions import KafkaVersion
-from harness.zkview import PartitionView, ZkView
+from harness.db.versions import KafkaVersion
+from harness.metadata.zk import PartitionView, ZkView
+from harness.nemesis import faults as nemesis
+from harness.readback.logformat import read_partition_dir
 from reference_model.events import Event
 from reference_model.run import RunResult, expand
 from reference_model.scenario import Scenario

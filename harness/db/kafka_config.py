@@ -19,7 +19,7 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
 from __future__ import annotations
 
 from harness.db import TopicSpec
-from harness.versions import KafkaVersion
+from harness.db.versions import KafkaVersion
 
 SESSION_TIMEOUT_MS = 60_000
 LAG_TIME_MAX_MS = 600_000

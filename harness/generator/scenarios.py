@@ -12,7 +12,7 @@ import yaml
 
 from reference_model.scenario import Scenario, ScenarioError, parse_scenario
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent / "scenarios"
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def load_scenario(path: str | Path) -> Scenario:

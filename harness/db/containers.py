@@ -26,15 +26,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.backends.local import free_port
 from harness.db import CONTROLLER, BrokerSpec, Cluster, ClusterError
-from harness.kafka_config import (
+from harness.db.kafka_config import (
     broker_properties,
     offsets_topic_znodes,
     render,
     zookeeper_properties,
 )
-from harness.versions import KafkaVersion
+from harness.db.local import free_port
+from harness.db.versions import KafkaVersion
 
 LABEL = "hwchaos.run"
 SIGNALS = {
@@ -148,7 +148,7 @@ class DockerCluster(Cluster):
         self._containers["zookeeper"] = self._run(
             "zookeeper", "zookeeper", {"2181/tcp": ("127.0.0.1", self.zk_port)}
         )
-        from harness.zkview import ZkView
+        from harness.metadata.zk import ZkView
 
         self._wait(lambda: _zk_up(self.zk_connect()), "ZooKeeper")
         self.start_broker(CONTROLLER)
@@ -244,7 +244,7 @@ class DockerCluster(Cluster):
 
 
 def _zk_up(connect: str) -> bool:
-    from harness.zkview import ZkView
+    from harness.metadata.zk import ZkView
 
     with ZkView(connect, timeout=2.0):
         return True

@@ -12,9 +12,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from harness.checker import Verdict
-from harness.results import RunInfo
-from harness.versions import KafkaVersion
+from harness.checker.diff import Verdict
+from harness.checker.results import RunInfo
+from harness.db.versions import KafkaVersion
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
 

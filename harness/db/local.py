@@ -31,12 +31,12 @@ from harness.db import (
     ClusterError,
     kafka_dists,
 )
-from harness.kafka_config import (
+from harness.db.kafka_config import (
     broker_properties,
     render,
     zookeeper_properties,
 )
-from harness.versions import KafkaVersion
+from harness.db.versions import KafkaVersion
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", "-test-sources")
@@ -153,7 +153,7 @@ class LocalCluster(Cluster):
         )
         self._await(lambda: _port_open(self.zk_port), "ZooKeeper to listen", "zookeeper")
         self.start_broker(CONTROLLER)
-        from harness.zkview import ZkView
+        from harness.metadata.zk import ZkView
 
         with ZkView(self.zk_connect()) as zk:
             self._await(

@@ -17,9 +17,9 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from harness.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.db import PARTITION, TOPIC, Cluster
-from harness.logformat import read_segment
+from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
+from harness.readback.logformat import read_segment
 
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 HW_CHECKPOINT = "replication-offset-checkpoint"

@@ -1,7 +1,7 @@
 """``hwchaos matrix``: scenarios x versions (or generations) x config grid, resumable.
 
 Each cell is one run folder under ``OUT/cells/<cell_id>/`` written by
-:func:`harness.results.write_run`, whose ``run.json`` is written last. On start the matrix
+:func:`harness.checker.results.write_run`, whose ``run.json`` is written last. On start the matrix
 skips every cell that has its ``run.json`` and deletes folders that lack it (an interrupted
 cell), so Ctrl-C followed by the same command completes the matrix with no cell duplicated
 or missing.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from harness import results
-from harness.scenarios import catalogue, load_scenario
-from harness.versions import resolve_version
+from harness.checker import results
+from harness.db.versions import resolve_version
+from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.generations import GENERATIONS
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, ScenarioError
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         if cell.model_only:
             write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
         else:
-            from harness.runner import run_on_brokers
+            from harness.generator.runner import run_on_brokers
 
             ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
             failures += 0 if ok else 1

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import Any
 
-from harness.scenarios import catalogue, load_scenario
+from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.explorer import Bounds, explore
 from reference_model.generations import GENERATIONS, generation
 from reference_model.run import run_scenario

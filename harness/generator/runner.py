@@ -20,12 +20,12 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from harness import results
-from harness.checker import Verdict, check
+from harness.checker import results
+from harness.checker.diff import Verdict, check
+from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
-from harness.generator import FenceTimeout, Observation, Playbook, StepPrevented
-from harness.report import write_report
-from harness.versions import KafkaVersion, resolve_version
+from harness.db.versions import KafkaVersion, resolve_version
+from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, to_document
 
@@ -34,11 +34,11 @@ def make_cluster(
     version: KafkaVersion, backend: str, names: list[str], workdir: Path, run_id: str
 ) -> Cluster:
     if backend == "local":
-        from harness.backends.local import LocalCluster
+        from harness.db.local import LocalCluster
 
         return LocalCluster(version, names, workdir)
     if backend == "docker":
-        from harness.backends.containers import DockerCluster, docker_available
+        from harness.db.containers import DockerCluster, docker_available
 
         reason = docker_available()
         if reason is not None:

@@ -6,7 +6,7 @@ CRC mismatches), then the checkpoints a restarting broker would read: the partit
 ``leader-epoch-checkpoint`` and the log dir's HW / recovery-point / log-start checkpoints.
 
 ``DIR`` is a partition dir (``topic-0``) or one ``.log`` segment. Bad input is one line on
-stderr and exit status 2. Runs as ``hwchaos dump`` and as ``python -m harness.dump``.
+stderr and exit status 2. Runs as ``hwchaos dump`` and as ``python -m harness.readback.dump``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from harness.checkpoints import (
+from harness.readback.checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_OFFSET_CHECKPOINT,
@@ -26,7 +26,7 @@ from harness.checkpoints import (
     read_leader_epoch_checkpoint,
     read_offset_checkpoint,
 )
-from harness.logformat import (
+from harness.readback.logformat import (
     BatchInfo,
     LogRecord,
     SegmentReadResult,

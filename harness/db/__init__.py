@@ -116,8 +116,8 @@ class Cluster(ABC):
 
     def create_topic(self, spec: TopicSpec) -> None:
         """Create the test topic with an explicit replica assignment (through ZooKeeper)."""
-        from harness.kafka_config import topic_config
-        from harness.zkview import ZkView
+        from harness.db.kafka_config import topic_config
+        from harness.metadata.zk import ZkView
 
         with ZkView(self.zk_connect()) as zk:
             zk.create_topic(

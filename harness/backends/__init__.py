@@ -1,1 +1,0 @@
-"""Cluster backends: local JVM processes and Docker containers."""

@@ -112,6 +112,7 @@ PASSTHROUGH = {
     "analyze": ("harness.analysis.cli", "PySpark analysis of a results folder"),
     "matrix": ("harness.cli.matrix", "scenarios x versions x configs, resumable"),
     "advise": ("harness.cli.advise", "which failure orderings lose acked writes under settings"),
+    "replay": ("harness.cli.replay", "explain an incident from broker logs (timeline, scenario)"),
 }
 
 

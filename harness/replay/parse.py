@@ -239,7 +239,6 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
     seq = 0
     for path in files:
         kind = next(k for k in LOG_KINDS if k in path.name)
-        last_ts: datetime | None = None
         with path.open(encoding="utf-8", errors="replace") as fh:
             text = fh.read()
         if text and not text.endswith("\n"):
@@ -250,7 +249,6 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
             if ts is None:
                 _config_line(b, line)
                 continue
-            last_ts = ts
             seq += 1
             for f in _facts(line, ts, seq, name, kind, match):
                 b.facts.append(f)
@@ -262,20 +260,19 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
                 m = _STARTED.search(line)
                 if m:
                     b.broker_id = int(_first(m))
-        del last_ts
     b.facts.sort(key=lambda f: (f.ts, f.seq))
-    if not b.version:
+    if not b.version and files:
         # 0.10 logs AppInfoParser's "Kafka version" only to the console (stdout.log).
-        for path in files:
-            console = path.parent / path.name.replace(kind_of(path), "stdout.log")
-            if console.is_file():
-                with console.open(encoding="utf-8", errors="replace") as fh:
-                    for line in fh:
-                        m = _VERSION.search(line)
-                        if m:
-                            b.version = m.group(1)
-                            break
-            break
+        first = files[0]
+        prefix = first.name[: first.name.index(kind_of(first))]
+        console = first.parent / f"{prefix}stdout.log"
+        if console.is_file():
+            with console.open(encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    m = _VERSION.search(line)
+                    if m:
+                        b.version = m.group(1)
+                        break
     return b
 
 

@@ -93,6 +93,14 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
     kraft = any(b.kraft for b in brokers)
     ibps = [b.ibp for b in brokers if b.ibp]
     ibp = ibps[0] if ibps else ""
+    if not release and ibp:
+        # No "Kafka version" line: the inter-broker protocol in the config dump
+        # (e.g. 0.10.2-IV0) names the release line; take its catalogue entry.
+        line = re.match(r"[\d.]+", ibp)
+        stem = line.group(0).rstrip(".") if line else ""
+        known = [v for v in CATALOGUE.values() if v.release.startswith(stem) and stem]
+        if known:
+            release = known[-1].release
     if not release:
         return VersionInfo("unknown", "", "kip320", kraft, ibp)
     name = release
@@ -227,7 +235,53 @@ def reconstruct(
                 return f.offset
         return None
 
+    synth = acked is None
+    synth_n = [0]
+
+    def synthesize(pos: int) -> None:
+        """Without --acked: write as many records as the next stated LEO says existed.
+
+        The target is the leader's own next stated LEO (recovered on restart, or the offset
+        it starts leading from again) or, failing that, the offset the next leader starts
+        from. Records are named by offset and leader epoch (``o1e0``).
+        """
+        st = b.state()
+        lead = st.controller.leader
+        if lead == NO_LEADER:
+            return
+        lname = replicas[lead]
+        target = next_leo_fact(lname, pos)
+        if target is None:
+            # What any replica states before leadership moves: the LEO it recovers on
+            # restart or starts leading from cannot exceed what this leader wrote.
+            lid = by_name.get(lname, -9)
+            seen: list[int] = []
+            for f in facts[pos + 1 :]:
+                if f.kind == "election" and f.leader not in (lid, -1):
+                    break
+                if f.kind == "become_leader" and f.broker != lname:
+                    if f.offset >= 0:
+                        seen.append(f.offset)
+                    break
+                if f.kind == "log_loaded" and f.broker in b.idx:
+                    seen.append(f.offset)
+            target = max(seen) if seen else None
+        leo = len(st.replicas[lead].log)
+        while target is not None and leo < target:
+            rec = f"o{leo}e{st.replicas[lead].epoch}"
+            synth_n[0] += 1
+            pending.append(Acked(rec, leo, "acked"))
+            leo += 1
+        if pending:
+            _produce(pos)
+
     def produce_pending(pos: int) -> None:
+        if synth:
+            synthesize(pos)
+        else:
+            _produce(pos)
+
+    def _produce(pos: int) -> None:
         while pending:
             a = pending[0]
             st = b.state()
@@ -362,6 +416,11 @@ def reconstruct(
                     f"model has {replicas[lead] if lead != NO_LEADER else 'no leader'}"
                 )
     produce_pending(len(facts))
+    if synth:
+        amb.append(
+            "no --acked file: records are named by offset and leader epoch (o<offset>e<epoch>) "
+            "and counted from the LEOs the logs state; which of them were acknowledged is unknown"
+        )
     for a in pending:
         amb.append(
             f"record {a.record} acknowledged at offset {a.offset} fits no leader the logs show"

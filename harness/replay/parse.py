@@ -447,7 +447,7 @@ def _facts(
     if m and "leader=-2" not in line:
         lead = next(g for g in m.groups() if g is not None)
         return [fact("election", leader=int(lead), detail="kraft")]
-    if _UNCLEAN.search(line):
+    if _UNCLEAN.search(line) and "disabled" not in line:
         return [fact("unclean_election")]
     if _OFFLINE.search(line):
         return [fact("offline")]

@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.replay.logdir import read_logdir
-    from harness.replay.reconstruct import detect_version, reconstruct
+    from harness.replay.reconstruct import detect_version, explain
     from harness.replay.timeline import render_html, write_parquet
     from harness.replay.verdict import to_json, words
     from reference_model.scenario import to_document
@@ -129,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         min_insync = settings["min_insync"]
     version = detect_version(brokers, args.kafka)
     name = f"replay-{args.topic}-{args.partition}"
-    rec = reconstruct(brokers, version, acked, acks, min_insync, name=name)
+    rec = explain(brokers, version, acked, acks, min_insync, name=name)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     doc = to_document(rec.scenario)

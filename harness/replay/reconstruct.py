@@ -65,6 +65,7 @@ class Reconstruction:
     names: dict[int, str]  # broker id -> folder name
     ambiguities: list[str] = field(default_factory=list)
     step_facts: list[str] = field(default_factory=list)  # why each step is there
+    alternative: Reconstruction | None = None  # another ordering that fits, if any
 
 
 def _era(release: str) -> str:
@@ -194,7 +195,11 @@ def reconstruct(
     acks: str | None,
     min_insync: int | None,
     name: str = "replay",
+    power_loss_first: bool = False,
 ) -> Reconstruction:
+    """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
+    comes back with fewer records than its leader wrote: it copied them and lost the
+    unflushed tail to a power failure (instead of: it never copied them)."""
     names = {b.broker_id: b.name for b in brokers if b.broker_id >= 0}
     facts = sorted((f for b in brokers for f in b.facts), key=lambda f: (f.ts, f.broker, f.seq))
     replicas = sorted(
@@ -226,10 +231,12 @@ def reconstruct(
     started: set[str] = set()
     down_fact: dict[str, Fact] = {}
 
-    def next_leo_fact(x: str, after: int) -> int | None:
+    def next_leo_fact(x: str, after: int, follower: bool = False) -> int | None:
         """The next LEO the logs state for ``x`` after fact ``after``: how far it got."""
         for f in facts[after + 1 :]:
             if f.broker != x:
+                continue
+            if f.kind == "log_loaded" and follower and power_loss_first:
                 continue
             if f.kind == "log_loaded" or (f.kind == "become_leader" and f.offset >= 0):
                 return f.offset
@@ -313,7 +320,7 @@ def reconstruct(
                 if i == lead or not rep.alive or rep.paused or rep.leader != lead:
                     continue
                 must = acks_v == "all" and i in st.controller.isr
-                fcap = next_leo_fact(fname, pos)
+                fcap = next_leo_fact(fname, pos, follower=True)
                 if must or fcap is None or fcap > a.offset:
                     for _ in range(2):
                         b.emit(b.ev("fetch", fname), f"{fname} copies offset {a.offset}")
@@ -492,3 +499,42 @@ def _min_insync_from_logs(facts: Sequence[Fact]) -> int | None:
             if m:
                 return int(m.group(1))
     return None
+
+
+def _outcome(rec: Reconstruction) -> tuple[Any, ...]:
+    res = rec.result
+    return (
+        tuple(sorted(res.lost_acked)),
+        tuple(res.divergent_offsets),
+        tuple(tuple(e.record for e in r.log) for r in res.final.replicas),
+    )
+
+
+def explain(
+    brokers: Sequence[BrokerLogs],
+    version: VersionInfo,
+    acked: list[Acked] | None,
+    acks: str | None,
+    min_insync: int | None,
+    name: str = "replay",
+) -> Reconstruction:
+    """The reconstruction, with the other reading of the logs listed when it fits too.
+
+    A follower whose recovered LEO is below what its leader wrote either never copied the
+    tail or copied it and lost it unflushed; the logs cannot tell (acks=1 acknowledges
+    before followers copy). Both are played; when their verdicts differ, the ambiguity
+    names both, with the steps of the second.
+    """
+    main = reconstruct(brokers, version, acked, acks, min_insync, name)
+    alt = reconstruct(brokers, version, acked, acks, min_insync, name, power_loss_first=True)
+    if _outcome(alt) != _outcome(main) and len(alt.ambiguities) <= len(main.ambiguities):
+        a = alt.result
+        steps = "; ".join(e.describe(a.config.brokers) for e in alt.scenario.steps)
+        main.ambiguities.append(
+            "two orderings fit the logs: the one above (followers never copied what they "
+            "lack after restart), or they copied it and lost it unflushed to a power failure "
+            f"- then lost acknowledged writes {a.lost_acked or 'none'}, divergent offsets "
+            f"{a.divergent_offsets or 'none'}; its steps: {steps}"
+        )
+        main.alternative = alt
+    return main

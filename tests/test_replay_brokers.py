@@ -105,7 +105,7 @@ def test_replay_reproduces_the_runs_verdict(runs: Any, scenario: str) -> None:
     assert res.config.generation.name == resolve_version(version).generation
     assert res.config.min_insync == run["min_insync"]
     assert res.config.unclean == run["unclean"], why
-    assert sorted(res.lost_acked) == sorted(run["lost_acked"]), why
+    assert sorted(rec.lost_acked) == sorted(run["lost_acked"]), why
     assert res.divergent_offsets == run["divergent_offsets"], why
     final = {
         n: [e.record for e in r.log]

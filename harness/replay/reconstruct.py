@@ -66,6 +66,16 @@ class Reconstruction:
     ambiguities: list[str] = field(default_factory=list)
     step_facts: list[str] = field(default_factory=list)  # why each step is there
     alternative: Reconstruction | None = None  # another ordering that fits, if any
+    producer: dict[str, str] | None = None  # record -> status as the producer saw it
+
+    @property
+    def lost_acked(self) -> list[str]:
+        """Lost writes the producer saw acknowledged (the model acks every acks=1 append,
+        including one whose answer never reached the producer)."""
+        lost = self.result.lost_acked
+        if self.producer is None:
+            return lost
+        return [r for r in lost if self.producer.get(r, "acked") == "acked"]
 
 
 def _era(release: str) -> str:
@@ -294,9 +304,25 @@ def reconstruct(
             st = b.state()
             lead = st.controller.leader
             if a.status != "acked" or a.offset < 0:
-                pending.pop(0)
-                b.emit(Event("produce", record=a.record), f"producer: {a.record} {a.status}")
-                continue
+                # Not acknowledged: it may still have been appended (the leader died before
+                # answering). It was, if the leader later states more records than it has.
+                if lead != NO_LEADER:
+                    lname = replicas[lead]
+                    leo = len(st.replicas[lead].log)
+                    cap = next_leo_fact(lname, pos)
+                    if a.offset == leo or (a.offset < 0 and cap is not None and cap > leo):
+                        pending.pop(0)
+                        b.emit(
+                            Event("produce", record=a.record),
+                            f"producer: {a.record} {a.status}, but appended by {lname} "
+                            f"(it later holds {cap} records)",
+                        )
+                        continue
+                nxt = next((n for n in pending[1:] if n.status == "acked"), None)
+                if nxt is None or (lead != NO_LEADER and nxt.offset == len(st.replicas[lead].log)):
+                    pending.pop(0)  # never appended: nothing of it reached a log
+                    continue
+                return
             if lead == NO_LEADER:
                 return
             lname = replicas[lead]
@@ -428,7 +454,7 @@ def reconstruct(
             "no --acked file: records are named by offset and leader epoch (o<offset>e<epoch>) "
             "and counted from the LEOs the logs state; which of them were acknowledged is unknown"
         )
-    for a in pending:
+    for a in [a for a in pending if a.status == "acked"]:
         amb.append(
             f"record {a.record} acknowledged at offset {a.offset} fits no leader the logs show"
         )
@@ -437,7 +463,8 @@ def reconstruct(
         fetch(x, f"{x} catches up with the leader")
     sc = b.scenario()
     res = b.result()
-    return Reconstruction(sc, res, version, facts, names, amb, list(b.why))
+    status = {a.record: a.status for a in acked} if acked is not None else None
+    return Reconstruction(sc, res, version, facts, names, amb, list(b.why), producer=status)
 
 
 def _place_flush(b: _Builder, x: str, leo: int, amb: list[str]) -> None:
@@ -504,7 +531,7 @@ def _min_insync_from_logs(facts: Sequence[Fact]) -> int | None:
 def _outcome(rec: Reconstruction) -> tuple[Any, ...]:
     res = rec.result
     return (
-        tuple(sorted(res.lost_acked)),
+        tuple(sorted(rec.lost_acked)),
         tuple(res.divergent_offsets),
         tuple(tuple(e.record for e in r.log) for r in res.final.replicas),
     )
@@ -533,7 +560,7 @@ def explain(
         main.ambiguities.append(
             "two orderings fit the logs: the one above (followers never copied what they "
             "lack after restart), or they copied it and lost it unflushed to a power failure "
-            f"- then lost acknowledged writes {a.lost_acked or 'none'}, divergent offsets "
+            f"- then lost acknowledged writes {alt.lost_acked or 'none'}, divergent offsets "
             f"{a.divergent_offsets or 'none'}; its steps: {steps}"
         )
         main.alternative = alt

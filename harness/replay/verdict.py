@@ -58,7 +58,7 @@ def to_json(rec: Reconstruction, timeline: str, scenario_path: str) -> dict[str,
             n: [{"offset": o, "epoch": e["epoch"], "record": e["record"]} for o, e in enumerate(lg)]
             for n, lg in j["replicas"].items()
         },
-        "lost_acked": res.lost_acked,
+        "lost_acked": rec.lost_acked,
         "divergent_offsets": res.divergent_offsets,
         "lost_steps": {r: res.steps[k].text for r, k in res.lost_steps().items()},
         "divergence_steps": {
@@ -95,8 +95,8 @@ def words(rec: Reconstruction) -> str:
             )
     lost = res.lost_steps()
     writes = {w.record: w for w in res.final.writes}
-    if res.lost_acked:
-        for r in res.lost_acked:
+    if rec.lost_acked:
+        for r in rec.lost_acked:
             k = lost.get(r)
             where = f" since step {k} ({res.steps[k].text})" if k else ""
             lines.append(

@@ -136,5 +136,3 @@ def _guarded(run: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("hwchaos: interrupted", file=sys.stderr)
         return 130
-
-

@@ -50,6 +50,8 @@ class Generation:
     fencing: bool  # KIP-320 current leader epoch in Fetch / OffsetsForLeaderEpoch
     assign_epoch_on_leader: bool  # KAFKA-7415: leader caches (epoch, LEO) on election
     isr_join_epoch_start: bool = False  # KAFKA-7128: join ISR only past the epoch start
+    truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
+    out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
     hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
     kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
     no_epoch_bump_on_isr_shrink: bool = False  # KAFKA-15021 (KRaft, metadata.version 3.6)
@@ -72,6 +74,8 @@ FLAGS = (
     "fencing",
     "assign_epoch_on_leader",
     "isr_join_epoch_start",
+    "truncate_on_missed_epoch",
+    "out_of_range_truncates",
     "hw_needs_min_isr",
     "kraft",
     "no_epoch_bump_on_isr_shrink",
@@ -110,6 +114,8 @@ GENERATIONS: dict[str, Generation] = {
                 "fencing",
                 "assign_epoch_on_leader",
                 "isr_join_epoch_start",
+                "truncate_on_missed_epoch",
+                "out_of_range_truncates",
             ),
         ),
     )

@@ -97,6 +97,23 @@ RULES: dict[str, Rule] = {
             boundary="tests/test_profiles.py::test_kafka_7128_boundary",
         ),
         Rule(
+            "truncate_on_missed_epoch",
+            "KAFKA-7164",
+            ("2.0.1", "2.1.0"),
+            "kafka.cluster.Partition.makeFollower (leader unchanged and epoch +0/+1 only)",
+            "a follower that missed a leader epoch change truncates even if the leader is the same",
+            boundary="tests/test_profiles.py::test_kafka_7164_boundary",
+        ),
+        Rule(
+            "out_of_range_truncates",
+            "KAFKA-7414",
+            ("2.1.0",),
+            "kafka.server.AbstractFetcherThread.fetchOffsetAndTruncate "
+            "(before: ReplicaFetcherThread.handleOffsetOutOfRange halts)",
+            "a follower ahead of the leader truncates to its LEO instead of halting the broker",
+            boundary="tests/test_profiles.py::test_kafka_7414_boundary",
+        ),
+        Rule(
             "fencing",
             "KIP-320 (KAFKA-7395)",
             ("2.1.0",),

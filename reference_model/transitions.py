@@ -152,7 +152,14 @@ def _process_leader_and_isr(cfg: Config, st: PartitionState, i: int) -> Partitio
             rep = rep._replace(epochs=ec.assign(rep.epochs, ctrl.epoch, len(rep.log)))
         st = _with(st, i, _leader_hw(cfg, rep, i))
         return _complete_writes(cfg, st)
-    leader_changed = not (rep.role == "follower" and rep.leader == ctrl.leader)
+    # Partition.makeFollower: nothing to do if the leader is the same; from KAFKA-7164
+    # (2.0.1) only if the epoch moved by at most one, else an update was missed and the
+    # leader's log may have been truncated meanwhile: become follower again (truncate).
+    leader_changed = not (
+        rep.role == "follower"
+        and rep.leader == ctrl.leader
+        and (not cfg.generation.truncate_on_missed_epoch or ctrl.epoch - rep.epoch in (0, 1))
+    )
     if rep.role == "leader":
         st = _fail_pending(st, i)
     rep = rep._replace(role="follower", leader=ctrl.leader, epoch=ctrl.epoch, isr=ctrl.isr)
@@ -307,7 +314,10 @@ def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     fetch_offset = len(rep.log)
     if fetch_offset > len(lead.log):
         # ReplicaFetcherThread.handleOffsetOutOfRange: the follower is ahead of the leader.
-        if not cfg.unclean:
+        # Before KAFKA-7414 (2.1) the broker halts unless unclean election is enabled; from
+        # 2.1 (AbstractFetcherThread.fetchOffsetAndTruncate) it always truncates to the
+        # leader's LEO and goes on.
+        if not cfg.unclean and not cfg.generation.out_of_range_truncates:
             rep = rep._replace(alive=False, halted=True, role="none")
             st = _with(st, f, rep)
             return st, f"{name} halted: log truncation is not allowed (unclean election off)"

@@ -57,7 +57,7 @@ RULES: dict[str, Rule] = {
             "kafka.server.epoch.LeaderEpochFileCache.assign",
             "batches carry the leader epoch and append extends leader-epoch-checkpoint",
             needs_ibp="0.11",
-            boundary="tests/test_model.py::test_hw_generation_writes_no_epochs",
+            boundary="tests/test_profiles.py::test_kip101_boundary",
         ),
         Rule(
             "epoch_truncation",
@@ -66,7 +66,8 @@ RULES: dict[str, Rule] = {
             "kafka.server.ReplicaFetcherThread.maybeTruncate / fetchEpochsFromLeader",
             "a new follower truncates by OffsetsForLeaderEpoch, not to its HW",
             needs_ibp="0.11",
-            boundary="scenarios/kip101-scenario1.yaml, scenarios/kip101-scenario2.yaml",
+            boundary="scenarios/kip101-scenario1.yaml, "
+            "tests/test_profiles.py::test_kip101_boundary",
         ),
         Rule(
             "epoch_walkback",
@@ -76,7 +77,8 @@ RULES: dict[str, Rule] = {
             "kafka.server.AbstractFetcherThread.getOffsetTruncationState",
             "answer (largest epoch <= requested, its end); the follower steps back and asks again",
             needs_ibp="2.0",
-            boundary="scenarios/kip279-fast-leader-change.yaml",
+            boundary="scenarios/kip279-fast-leader-change.yaml, "
+            "tests/test_profiles.py::test_kip279_boundary",
         ),
         Rule(
             "assign_epoch_on_leader",
@@ -121,7 +123,8 @@ RULES: dict[str, Rule] = {
             "(currentLeaderEpoch); AbstractFetcherThread.processFetchRequest",
             "stale-epoch Fetch/OffsetsForLeaderEpoch fenced, superseded responses dropped",
             needs_ibp="2.1",
-            boundary="scenarios/kip320-zombie-follower.yaml",
+            boundary="scenarios/kip320-zombie-follower.yaml, "
+            "tests/test_profiles.py::test_kip320_boundary",
         ),
         Rule(
             "hw_needs_min_isr",
@@ -151,7 +154,8 @@ RULES: dict[str, Rule] = {
             "triggerLeaderEpochBumpForIsrShrinkIfNeeded",
             "an ISR shrink without a leader change keeps the leader epoch",
             mode="kraft",
-            boundary="scenarios/kraft-isr-shrink-epoch.yaml",
+            boundary="scenarios/kraft-isr-shrink-epoch.yaml, "
+            "tests/test_profiles.py::test_kafka_15021_boundary",
         ),
         Rule(
             "kraft_unclean_from_config",
@@ -174,7 +178,8 @@ RULES: dict[str, Rule] = {
             "clears ELR",
             mode="kraft",
             feature="elr",
-            boundary="scenarios/kip966-last-replica-standing.yaml",
+            boundary="scenarios/kip966-last-replica-standing.yaml, "
+            "tests/test_profiles.py::test_kip966_boundary",
         ),
         Rule(
             "unclean_shutdown_detection",

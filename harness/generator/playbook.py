@@ -48,6 +48,10 @@ LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
 LAI_DONE = re.compile(r"(?i)(completed|ignoring) LeaderAndIsr request")
 # The controller's log of LeaderAndIsr sent: one line per request (3.x) or per partition
 # (0.10-2.x); test brokers host one partition, so either counts requests.
+# KRaft (and 3.x ZooKeeper) brokers: Partition.makeLeader / makeFollower, per partition.
+STARTS_AT_EPOCH = re.compile(
+    rf"(?:Leader|Follower) {TOPIC}-{PARTITION} (?:with topic id \S+ )?starts at leader epoch (\d+)"
+)
 LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) with")
 LAI_SENT_PARTITION = re.compile(
     r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
@@ -625,12 +629,25 @@ class Playbook:
         v = self.view()
         host, port = self.cluster.broker_address(name)
         seen = partition_view(host, port, TOPIC, PARTITION, self.ids[name])
-        return (
+        if not (
             seen is not None
             and seen.leader == v.leader
             and seen.leader_epoch == v.leader_epoch
             and seen.isr == v.isr
-        )
+        ):
+            return False
+        # The metadata cache is published before ReplicaManager.applyDelta runs: wait for
+        # Partition.makeLeader/makeFollower to log the epoch too (its epoch cache is then
+        # written), unless the partition is offline.
+        return v.leader < 0 or self._replica_epoch(name) == v.leader_epoch
+
+    def _replica_epoch(self, name: str) -> int:
+        """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
+        path = self.cluster.state_change_log(name)
+        if path is None or not path.exists():
+            return -1
+        found = STARTS_AT_EPOCH.findall(path.read_text(errors="replace"))
+        return int(found[-1]) if found else -1
 
     def _lai_settled(self, name: str) -> None:
         """Fence: the broker processed every LeaderAndIsr the controller sent it."""

@@ -437,7 +437,7 @@ def _power_loss(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         st = _kill(cfg, st, ev.replica, rep)
     else:
         if cfg.generation.unclean_shutdown_detection:
-            rep = rep._replace(unclean_stop=True)  # the marker is not on the durable disk
+            rep = rep._replace(unclean_stop=True)  # the harness removes .kafka_cleanshutdown
         st = _with(st, ev.replica, rep)
     return st._replace(power_losses=st.power_losses + 1), f"unflushed tail lost: {lost} records"
 

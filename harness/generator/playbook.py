@@ -368,13 +368,23 @@ class Playbook:
         if lead is None or lead in self.down or lead == name:
             return
 
+        stable = [0]
+
         def done() -> bool:
+            # The truncation count is read before the logs, and a divergent-but-equal-length
+            # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
+            # cuts the log and fetches on, so one read can fall between the two.
+            truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
+                stable[0] = 0
                 return False
             if [r for _, _, r in mine] == [r for _, _, r in theirs]:
                 return True
-            return not self.version.epoch_on_disk or self._truncations(name) > truncations_before
+            if not self.version.epoch_on_disk:
+                return True
+            stable[0] = stable[0] + 1 if truncated else 0
+            return stable[0] >= 2
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]

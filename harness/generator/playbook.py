@@ -543,10 +543,17 @@ class Playbook:
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         if ev.replica in before.controller.live:
+            why = (
+                "a KRaft controller refuses the new registration while the old heartbeat "
+                "session lives (DuplicateBrokerRegistrationException) and registers it with "
+                "a new broker epoch afterwards"
+                if self.kraft
+                else "a ZooKeeper-mode controller sees every bounce (the old session must "
+                f"expire before {name} can register again)"
+            )
             raise StepPrevented(
-                f"step {k}: restart {name} before the controller noticed its failure: a "
-                f"ZooKeeper-mode controller sees every bounce (the old session must expire "
-                f"before {name} can register again); add 'detect: {name}' before it"
+                f"step {k}: restart {name} before the controller noticed its failure: {why}; "
+                f"add 'detect: {name}' before it"
             )
         if name not in self.down:
             return f"{name} is already running"

@@ -748,7 +748,9 @@ def _kraft_register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int
     """A restarted broker registers a new incarnation, then is unfenced.
 
     ``ClusterControlManager.registerBroker``: a new incarnation ends the previous one
-    (``handleBrokerShutdown``), even if the controller never noticed it die. With
+    (``handleBrokerShutdown``, 3.8+), even if the controller never noticed it die; in 3.3
+    to 3.7 the registration is refused (DuplicateBrokerRegistrationException) until the old
+    session expires and the controller fences it, which has the same effect. With
     ``unclean_shutdown_detection`` (KIP-966) a broker without its clean-shutdown marker is
     removed from the ISR *and* the ELR; otherwise it is handled as fenced (ISR only).
     """

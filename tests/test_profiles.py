@@ -414,6 +414,7 @@ def test_cli_model_explain_names_rules_and_references(capsys: pytest.CaptureFixt
     scen = str(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
     assert cli_main(["model", scen, "--kafka", "4.0.0-elr", "--explain", "--json"]) == 0
     j = json.loads(capsys.readouterr().out)
+    assert {r["rule"] for r in j["profile"]} == set(j["rules"])
     by_event = {s["event"]: {r["rule"]: r for r in s["rules"]} for s in j["explain"]}
     assert by_event["restart A"]["unclean_shutdown_detection"]["change"].startswith("KIP-966")
     assert by_event["restart C"]["elr"]["in_profile"]

@@ -354,7 +354,7 @@ class Playbook:
             return 0
         return path.read_text(errors="replace").count("Truncating")
 
-    def _caught_up(self, name: str, truncations_before: int) -> None:
+    def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
 
         Equal LEOs alone are not enough from 0.11 on: a follower that still has to truncate
@@ -389,6 +389,11 @@ class Playbook:
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
+        # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
+        # min.insync.replicas: never wait past what the model says the leader's HW is.
+        st = self.prediction.steps[k].state
+        if 0 <= st.controller.leader < len(self.names) and self.names[st.controller.leader] == lead:
+            settled = min(settled, st.replicas[st.controller.leader].hw)
         wait_until(
             lambda: self.leader_hw() >= settled,
             f"leader HW to reach {settled}",
@@ -421,7 +426,7 @@ class Playbook:
         before = self._truncations(name)
         self._release(name)
         try:
-            self._caught_up(name, before)
+            self._caught_up(name, before, k)
             note = self._isr_joined(k, name)
         finally:
             self._hold(name)

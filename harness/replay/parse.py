@@ -114,12 +114,13 @@ _CONTROLLER_ELECTED = re.compile(
 )
 _BROKER_FAILURE = re.compile(
     r"Broker failure callback for ([\d, ]+)|deleted brokers: ([\d,]+)"
-    r"|Fencing broker (\d+)|fencing broker (\d+)|Broker (\d+) (?:has been|is now) fenced"
+    r"|(?<![Uu]n)Fenced broker: (\d+)|Fencing broker (\d+)|Broker (\d+) (?:has been|is now) fenced"
     r"|Unregistered broker: (\d+)|registration for broker (\d+) .*expired"
 )
 _BROKER_ADDED = re.compile(
     r"Newly added brokers: ([\d,]+)|New broker startup callback for ([\d,]+)"
-    r"|Unfenc(?:ing|ed) broker:? (\d+)|Registered new broker: .*?id=(\d+)"
+    r"|Unfenced broker: (\d+)|Registered new broker: .*?brokerId=(\d+)"
+    r"|Re-registered broker id (\d+)"
 )
 _BROKER_ID_CONF = re.compile(r"^\s*(?:broker\.id|node\.id)\s*=\s*(\d+)")
 _IBP_CONF = re.compile(r"^\s*inter\.broker\.protocol\.version\s*=\s*(\S+)")

@@ -90,6 +90,45 @@ def _era(release: str) -> str:
     return "kip320"
 
 
+def _number(text: str) -> tuple[int, ...]:
+    m = re.match(r"\d+(?:\.\d+)*", text)
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
+    """(version name, model generation) for a release the catalogue may not list.
+
+    Tries the version profiles (``3.4.0``, ``3.5.1-kraft``, ``2.8.2-ibp0.10``) and falls back
+    to the era aliases (``hw``, ``kip101``, ``kip279``, ``kip320``).
+    """
+    from harness.db.versions import CATALOGUE
+
+    rel = _number(release)
+    names = []
+    if kraft and rel < (4, 0):
+        names.append(f"{release}-kraft")
+    ib = _number(ibp)
+    if ib and not kraft and ib[:2] < rel[:2]:
+        names.append(f"{release}-ibp{'.'.join(str(x) for x in ib[:2])}")
+    names.append(release)
+    for n in names:
+        if n in CATALOGUE:
+            return n, CATALOGUE[n].generation
+    try:
+        from reference_model.generations import generation
+
+        for n in names:
+            try:
+                generation(n)
+                return n, n
+            except ValueError:
+                continue
+    except ImportError:  # pragma: no cover - older model without profiles
+        pass
+    gen = _era(ibp) if ib and ib[:2] < rel[:2] else _era(release)
+    return names[0], gen
+
+
 def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> VersionInfo:
     """The Kafka version the logs were written by, and the model generation for it."""
     from harness.db.versions import CATALOGUE
@@ -98,30 +137,24 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
         if override in CATALOGUE:
             v = CATALOGUE[override]
             return VersionInfo(override, v.release, v.generation, "kraft" in override)
-        return VersionInfo(override, override, _era(override), "kraft" in override)
-    seen = [b.version for b in brokers if b.version]
+        name, gen = _profile(override, "kraft" in override, "")
+        return VersionInfo(override, override, gen, "kraft" in override)
+    replicas = [b for b in brokers if any(f.kind in _PARTITION_KINDS for f in b.facts)]
+    seen = [b.version for b in (replicas or list(brokers)) if b.version]
     release = max(set(seen), key=seen.count) if seen else ""
     kraft = any(b.kraft for b in brokers)
-    ibps = [b.ibp for b in brokers if b.ibp]
+    ibps = [b.ibp for b in replicas if b.ibp] or [b.ibp for b in brokers if b.ibp]
     ibp = ibps[0] if ibps else ""
     if not release and ibp:
         # No "Kafka version" line: the inter-broker protocol in the config dump
         # (e.g. 0.10.2-IV0) names the release line; take its catalogue entry.
-        line = re.match(r"[\d.]+", ibp)
-        stem = line.group(0).rstrip(".") if line else ""
-        known = [v for v in CATALOGUE.values() if v.release.startswith(stem) and stem]
+        stem = ".".join(str(x) for x in _number(ibp))
+        known = [v for v in CATALOGUE.values() if stem and v.release.startswith(stem)]
         if known:
             release = known[-1].release
     if not release:
         return VersionInfo("unknown", "", "kip320", kraft, ibp)
-    name = release
-    gen = _era(release)
-    if ibp and _era(ibp) == "hw" and gen != "hw":
-        name, gen = f"{release}-ibp0.10", "hw"
-    elif kraft:
-        name = f"{release}-kraft" if f"{release}-kraft" in CATALOGUE else release
-    if name in CATALOGUE:
-        gen = CATALOGUE[name].generation
+    name, gen = _profile(release, kraft, ibp)
     return VersionInfo(name, release, gen, kraft, ibp)
 
 
@@ -395,6 +428,8 @@ def reconstruct(
         last_fetch[x] = len(b.steps)
 
     restarted: set[str] = set()
+    # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
+    hw_truncation = not b.scenario().config(version.generation).generation.epoch_truncation
     for pos, f in enumerate(facts):
         x = subject(f)
         if x is None or x not in b.idx:
@@ -411,7 +446,7 @@ def reconstruct(
                 continue
             restarted.add(x)
             crash(x, pos)
-            if version.generation == "hw":
+            if hw_truncation:
                 trunc = _restart_truncation(facts, pos, x)
                 if trunc is not None:
                     b.emit(

@@ -378,3 +378,59 @@ def test_parser_versions(line: str, kind: str, offset: int, epoch: int, tmp_path
 def test_log4j_timestamp_layouts(stamp: str) -> None:
     ts = parse_ts(f"{stamp} INFO something")
     assert ts == datetime(2026, 11, 26, 9, 52, 20, 237000)
+
+
+def test_timeline_renders_in_a_headless_browser(tmp_path: Path) -> None:
+    """The HTML timeline, opened by a real Chromium: the screenshot is not blank, and the
+    lanes (green leader spans, red truncations) are drawn."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium not installed (apt-get install -y chromium)")
+    image = pytest.importorskip("PIL.Image")
+    name = "kip279-2.1.1"
+    replay(DATA / name, tmp_path / "out", acked=DATA / name / "expected.json")
+    page = tmp_path / "out" / "timeline.html"
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={shot}",
+            "--window-size=1400,900",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shot.is_file(), proc.stderr[-500:]
+    img = image.open(shot).convert("RGB")
+    assert img.size == (1400, 900)
+    raw = img.tobytes()
+    pixels = list(zip(raw[0::3], raw[1::3], raw[2::3], strict=True))
+    lum = [(r + g + b) / 3 for r, g, b in pixels]
+    mean = sum(lum) / len(lum)
+    variance = sum((v - mean) ** 2 for v in lum) / len(lum)
+    assert variance > 100, f"blank screenshot (variance {variance:.1f})"
+    green = sum(1 for r, g, b in pixels if (r, g, b) == (0x3A, 0x9D, 0x5D))
+    red = sum(1 for r, g, b in pixels if r > 180 and g < 80 and b < 80)
+    assert green > 500, "no leader span drawn"
+    assert red > 20, "no truncation drawn"
+
+
+def test_kafka_override_picks_the_model_generation(tmp_path: Path) -> None:
+    """The same 0.10 logs judged as if written by 2.1.1: OffsetsForLeaderEpoch would have
+    kept m2, so nothing acknowledged is lost; the version reported is the override."""
+    name = "kip101-s1-0.10.2.1"
+    acked = DATA / name / "expected.json"
+    as_read = replay(DATA / name, tmp_path / "a", acked=acked)
+    assert as_read["lost_acked"] == ["m2"]
+    assert as_read["protocol"] == "0.10.2.1"
+    as_2x = replay(DATA / name, tmp_path / "b", "--kafka", "2.1.1", acked=acked)
+    assert as_2x["version"] == "2.1.1"
+    assert as_2x["lost_acked"] == []

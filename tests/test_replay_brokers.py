@@ -11,6 +11,7 @@ read back from its segments. Skips with the reason when no Kafka tree is availab
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,10 @@ PLAYABLE = [
     "power-loss-all-replicas",
     "stale-hw-checkpoint",
 ]
-VERSIONS = [v for v in ("0.10.2.1", "2.1.1", "3.3.1", "3.3.1-kraft", "4.0.0") if v in CATALOGUE]
+# The versions with release trees here; HWCHAOS_REPLAY_VERSIONS=all (or a comma list) widens
+# it to every catalogue entry (each missing tree skips with its reason).
+_WANTED = os.environ.get("HWCHAOS_REPLAY_VERSIONS", "0.10.2.1,2.1.1,3.3.1,3.3.1-kraft,4.0.0")
+VERSIONS = [v for v in CATALOGUE if _WANTED == "all" or v in _WANTED.split(",")]
 
 
 def _available(version: str) -> str | None:

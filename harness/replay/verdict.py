@@ -117,6 +117,24 @@ def words(rec: Reconstruction) -> str:
             lines.append(f"Offset {off} diverges: {held}{cause}.")
     else:
         lines.append("The replicas agree on every offset they share.")
+    ids = {n: i for i, n in rec.names.items()}
+    by_epoch = res.config.generation.epoch_truncation
+    unsaid = (
+        "reason not logged; this version truncates by OffsetsForLeaderEpoch"
+        if by_epoch
+        else "reason not logged; this version truncates to the HW"
+    )
+    for f in rec.facts:
+        if f.kind == "truncate" and f.broker in ids and "no effect" not in f.detail:
+            lines.append(
+                f"Logged: {f.broker} (broker {ids[f.broker]}) truncated to offset {f.offset} at "
+                f"{f.ts:%Y-%m-%d %H:%M:%S} ({f.detail or unsaid})."
+            )
+        elif f.kind == "fatal_truncation":
+            lines.append(
+                f"Logged: {f.broker} halted at {f.ts:%Y-%m-%d %H:%M:%S}: truncation below its "
+                "HW is not allowed (unclean election took a shorter log)."
+            )
     for a in rec.ambiguities:
         lines.append(f"Ambiguity: {a}")
     return "\n".join(lines)

@@ -115,12 +115,15 @@ _CONTROLLER_ELECTED = re.compile(
 _BROKER_FAILURE = re.compile(
     r"Broker failure callback for ([\d, ]+)|deleted brokers: ([\d,]+)"
     r"|(?<![Uu]n)Fenced broker: (\d+)|Fencing broker (\d+)|Broker (\d+) (?:has been|is now) fenced"
+    r"|Unfenced broker (\d+) has requested and been granted fencing"
+    r"|BrokerRegistrationChangeRecord\(brokerId=(\d+), brokerEpoch=\d+, fenced=1\b"
     r"|Unregistered broker: (\d+)|registration for broker (\d+) .*expired"
 )
 _BROKER_ADDED = re.compile(
     r"Newly added brokers: ([\d,]+)|New broker startup callback for ([\d,]+)"
     r"|Unfenced broker: (\d+)|Registered new broker: .*?brokerId=(\d+)"
-    r"|Re-registered broker id (\d+)"
+    r"|Re-registered broker id (\d+)|Replayed (?:initial )?RegisterBrokerRecord for broker (\d+)"
+    r"|BrokerRegistrationChangeRecord\(brokerId=(\d+), brokerEpoch=\d+, fenced=-1\b"
 )
 _BROKER_ID_CONF = re.compile(r"^\s*(?:broker\.id|node\.id)\s*=\s*(\d+)")
 _IBP_CONF = re.compile(r"^\s*inter\.broker\.protocol\.version\s*=\s*(\S+)")
@@ -238,6 +241,7 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
     """Read one broker's files; unknown lines are skipped."""
     b = BrokerLogs(name=name, files=[str(f) for f in files])
     seq = 0
+    seen: set[str] = set()  # 4.0's log4j2 config writes some lines to two files
     for path in files:
         kind = next(k for k in LOG_KINDS if k in path.name)
         with path.open(encoding="utf-8", errors="replace") as fh:
@@ -250,6 +254,9 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
             if ts is None:
                 _config_line(b, line)
                 continue
+            if line in seen:
+                continue
+            seen.add(line)
             seq += 1
             for f in _facts(line, ts, seq, name, kind, match):
                 b.facts.append(f)

@@ -65,7 +65,7 @@ class Reconstruction:
     names: dict[int, str]  # broker id -> folder name
     ambiguities: list[str] = field(default_factory=list)
     step_facts: list[str] = field(default_factory=list)  # why each step is there
-    alternative: Reconstruction | None = None  # another ordering that fits, if any
+    alternatives: list[Reconstruction] = field(default_factory=list)  # other fitting orderings
     producer: dict[str, str] | None = None  # record -> status as the producer saw it
 
     @property
@@ -239,10 +239,13 @@ def reconstruct(
     min_insync: int | None,
     name: str = "replay",
     power_loss_first: bool = False,
+    append_unsure: bool = False,
 ) -> Reconstruction:
     """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
     comes back with fewer records than its leader wrote: it copied them and lost the
-    unflushed tail to a power failure (instead of: it never copied them)."""
+    unflushed tail to a power failure (instead of: it never copied them). ``append_unsure``
+    reads a record the producer saw fail, that no later fact places, as appended by the
+    leader of the first moment that could hold it (instead of: never appended)."""
     names = {b.broker_id: b.name for b in brokers if b.broker_id >= 0}
     facts = sorted((f for b in brokers for f in b.facts), key=lambda f: (f.ts, f.broker, f.seq))
     replicas = sorted(
@@ -339,6 +342,7 @@ def reconstruct(
             if a.status != "acked" or a.offset < 0:
                 # Not acknowledged: it may still have been appended (the leader died before
                 # answering). It was, if the leader later states more records than it has.
+                cap, leo, lname = None, -1, ""
                 if lead != NO_LEADER:
                     lname = replicas[lead]
                     leo = len(st.replicas[lead].log)
@@ -351,6 +355,13 @@ def reconstruct(
                             f"(it later holds {cap} records)",
                         )
                         continue
+                if append_unsure and lead != NO_LEADER and (cap is None or cap > leo):
+                    pending.pop(0)
+                    b.emit(
+                        Event("produce", record=a.record),
+                        f"producer: {a.record} {a.status}; read as appended by {lname}",
+                    )
+                    continue
                 nxt = next((n for n in pending[1:] if n.status == "acked"), None)
                 if (
                     nxt is not None
@@ -432,6 +443,7 @@ def reconstruct(
         last_fetch[x] = len(b.steps)
 
     restarted: set[str] = set()
+    registering: set[str] = set()  # started again, not yet registered with the controller
     # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
     hw_truncation = not b.scenario().config(version.generation).generation.epoch_truncation
     for pos, f in enumerate(facts):
@@ -449,6 +461,7 @@ def reconstruct(
                 started.add(x)
                 continue
             restarted.add(x)
+            registering.add(x)
             crash(x, pos)
             if hw_truncation:
                 trunc = _restart_truncation(facts, pos, x)
@@ -463,7 +476,13 @@ def reconstruct(
             st = b.state()
             if st.replicas[b.idx[x]].alive:
                 b.emit(b.ev("clean_shutdown", x), f"{x} controlled shutdown")
+        elif f.kind == "broker_added":
+            registering.discard(x)
         elif f.kind == "broker_failure":
+            if x in registering:
+                # KRaft fences the previous incarnation's session after the broker started
+                # again ("Fencing broker 1 at epoch 10 because its session has timed out").
+                continue
             down_fact[x] = f
             crash(x, pos)
             st = b.state()
@@ -492,6 +511,12 @@ def reconstruct(
         amb.append(
             "no --acked file: records are named by offset and leader epoch (o<offset>e<epoch>) "
             "and counted from the LEOs the logs state; which of them were acknowledged is unknown"
+        )
+    unsure = [a.record for a in pending if a.status != "acked"]
+    if unsure:
+        amb.append(
+            f"not acknowledged and not placed by any fact: {', '.join(unsure)}; read as never "
+            "appended (the producer's error does not say whether a leader appended them)"
         )
     for a in [a for a in pending if a.status == "acked"]:
         amb.append(
@@ -602,5 +627,20 @@ def explain(
             f"- then lost acknowledged writes {alt.lost_acked or 'none'}, divergent offsets "
             f"{a.divergent_offsets or 'none'}; its steps: {steps}"
         )
-        main.alternative = alt
+        main.alternatives.append(alt)
+    if any("not placed by any fact" in a for a in main.ambiguities):
+        alt = reconstruct(brokers, version, acked, acks, min_insync, name, append_unsure=True)
+        if _outcome(alt) != _outcome(main):
+            a = alt.result
+            steps = "; ".join(e.describe(a.config.brokers) for e in alt.scenario.steps)
+            logs = {
+                n: [e.record for e in r.log]
+                for n, r in zip(a.config.brokers, a.final.replicas, strict=True)
+            }
+            main.ambiguities.append(
+                "or they were appended: then final logs "
+                f"{logs}, lost acknowledged writes {alt.lost_acked or 'none'}, divergent "
+                f"offsets {a.divergent_offsets or 'none'}; its steps: {steps}"
+            )
+            main.alternatives.append(alt)
     return main

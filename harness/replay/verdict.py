@@ -73,6 +73,18 @@ def to_json(rec: Reconstruction, timeline: str, scenario_path: str) -> dict[str,
         "timeline": timeline,
         "ambiguities": rec.ambiguities,
         "brokers": {str(i): n for i, n in sorted(rec.names.items()) if n in names},
+        "alternatives": [
+            {
+                "replicas": {
+                    n: [e.record for e in r.log]
+                    for n, r in zip(a.result.config.brokers, a.result.final.replicas, strict=True)
+                },
+                "lost_acked": a.lost_acked,
+                "divergent_offsets": a.result.divergent_offsets,
+                "steps": [e.describe(a.result.config.brokers) for e in a.scenario.steps],
+            }
+            for a in rec.alternatives
+        ],
     }
 
 
@@ -124,8 +136,17 @@ def words(rec: Reconstruction) -> str:
         if by_epoch
         else "reason not logged; this version truncates to the HW"
     )
+    last: dict[str, Any] = {}
     for f in rec.facts:
         if f.kind == "truncate" and f.broker in ids and "no effect" not in f.detail:
+            prev = last.get(f.broker)
+            last[f.broker] = f
+            if (
+                prev is not None
+                and prev.offset == f.offset
+                and (f.ts - prev.ts).total_seconds() < 1
+            ):
+                continue  # the fetcher's decision and the log's own line for one truncation
             lines.append(
                 f"Logged: {f.broker} (broker {ids[f.broker]}) truncated to offset {f.offset} at "
                 f"{f.ts:%Y-%m-%d %H:%M:%S} ({f.detail or unsaid})."

@@ -377,9 +377,17 @@ def reconstruct(
             leo = len(st.replicas[lead].log)
             cap = next_leo_fact(lname, pos)
             # A leader whose next stated LEO is at or below the offset did not write it
-            # (the record belongs to a later leader), unless acks=all: then every ISR
-            # member held it and only a lost unflushed tail explains the lower LEO.
-            capped = cap is not None and cap <= a.offset and acks_v != "all"
+            # (the record belongs to a later leader), unless acks=all and every other ISR
+            # member also comes back below it: then all held it and lost the unflushed tail.
+            others = [replicas[i] for i in st.controller.isr if i != lead]
+            all_lower = bool(others) and all(
+                (c := next_leo_fact(n, pos)) is not None and c <= a.offset for n in others
+            )
+            capped = cap is not None and cap <= a.offset and not (acks_v == "all" and all_lower)
+            # The new leader copied less than assumed: its term's first record sits below
+            # its LEO. Take back the copies of the previous term beyond it.
+            if a.offset < leo and not capped and acks_v != "all" and _uncopy(b, lname, a.offset):
+                continue
             if a.offset != leo or capped:
                 return
             pending.pop(0)
@@ -522,13 +530,50 @@ def reconstruct(
         amb.append(
             f"record {a.record} acknowledged at offset {a.offset} fits no leader the logs show"
         )
-    # No catch-up at the end: a live follower that logged nothing since the last leadership
-    # change (no truncation, no return to the ISR) may never have fetched from the new leader
-    # (found by kip279 on 3.3.1-kraft: A kept m2 while B led with m3).
+    # A live follower whose last word is that it follows the current leader (and started
+    # its fetcher) copies what that leader holds: the logs may end before any line says so.
+    st = b.state()
+    lead = st.controller.leader
+    if lead != NO_LEADER:
+        lid = by_name.get(replicas[lead], -9)
+        for x in replicas:
+            last = [
+                f
+                for f in facts
+                if f.broker == x
+                and f.kind in ("become_follower", "leader_and_isr", "become_leader", "start")
+            ]
+            if (
+                last
+                and last[-1].kind in ("become_follower", "leader_and_isr")
+                and last[-1].leader == lid
+            ):
+                fetch(x, f"{x} follows {replicas[lead]} with its fetcher started")
+    # Otherwise no catch-up at the end: a live follower that logged nothing since the last
+    # leadership change (no truncation, no return to the ISR) may never have fetched from the
+    # new leader (found by kip279 on 3.3.1-kraft: A kept m2 while B led with m3).
     sc = b.scenario()
     res = b.result()
     status = {a.record: a.status for a in acked} if acked is not None else None
     return Reconstruction(sc, res, version, facts, names, amb, list(b.why), producer=status)
+
+
+_COPIES = re.compile(r"^(\S+) copies offset (\d+)$")
+
+
+def _uncopy(b: _Builder, x: str, offset: int) -> bool:
+    """Drop the fetch steps by which ``x`` copied offsets >= ``offset``; True if any."""
+    keep = [
+        k
+        for k, why in enumerate(b.why)
+        if not ((m := _COPIES.match(why)) and m.group(1) == x and int(m.group(2)) >= offset)
+    ]
+    if len(keep) == len(b.steps):
+        return False
+    b.steps = [b.steps[k] for k in keep]
+    b.why = [b.why[k] for k in keep]
+    b._result = None
+    return True
 
 
 def _place_flush(b: _Builder, x: str, leo: int, amb: list[str]) -> None:

@@ -37,6 +37,7 @@ from harness.db.kafka_config import (
     zookeeper_properties,
 )
 from harness.db.versions import KafkaVersion
+from harness.nemesis.network import RunNetwork
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", "-test-sources")
@@ -72,10 +73,10 @@ def free_port() -> int:
         return port
 
 
-def _port_open(port: int) -> bool:
+def _port_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        return s.connect_ex((host, port)) == 0
 
 
 class LocalCluster(Cluster):
@@ -88,7 +89,10 @@ class LocalCluster(Cluster):
         workdir: Path,
         dists: Path | None = None,
         startup_timeout: float = 90.0,
+        network: bool = False,
     ) -> None:
+        """``network``: each JVM in its own network namespace (root only), so the nemesis
+        can partition links (see harness.nemesis.network); without it all share 127.0.0.1."""
         self.version = version
         self.tree = find_tree(version, dists)
         self.workdir = workdir
@@ -101,7 +105,19 @@ class LocalCluster(Cluster):
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: dict[str, IO[bytes]] = {}
         self._closed = False
+        self._want_network = network
+        self.network: RunNetwork | None = None
         atexit.register(self.close)
+
+    def host(self, name: str) -> str:
+        """The address ``name`` (a broker, ``zookeeper``) listens on."""
+        return self.network.address(name) if self.network else "127.0.0.1"
+
+    def bootstrap(self) -> str:
+        return f"{self.host(CONTROLLER)}:{self.brokers[CONTROLLER].port}"
+
+    def zk_connect(self) -> str:
+        return f"{self.host('zookeeper')}:{self.zk_port}"
 
     # ------------------------------------------------------------------ processes
 
@@ -127,6 +143,8 @@ class LocalCluster(Cluster):
     def _spawn(self, name: str, cmd: list[str]) -> None:
         out = (self.workdir / name / "logs" / "stdout.log").open("ab")
         self._logs[name] = out
+        if self.network is not None:
+            cmd = self.network.wrap(name, cmd)
         self._procs[name] = subprocess.Popen(
             cmd,
             stdout=out,
@@ -143,15 +161,23 @@ class LocalCluster(Cluster):
 
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
+        if self._want_network and self.network is None:
+            self.network = RunNetwork(["zookeeper", *self.brokers], run_dir=self.workdir)
         zk_dir = self.workdir / "zookeeper"
         (zk_dir / "data").mkdir(parents=True, exist_ok=True)
         zk_props = zk_dir / "zookeeper.properties"
-        zk_props.write_text(render(zookeeper_properties(str(zk_dir / "data"), self.zk_port)))
+        zk_props.write_text(
+            render(zookeeper_properties(str(zk_dir / "data"), self.zk_port, self.host("zookeeper")))
+        )
         self._spawn(
             "zookeeper",
             self._java("org.apache.zookeeper.server.quorum.QuorumPeerMain", zk_props, "zookeeper"),
         )
-        self._await(lambda: _port_open(self.zk_port), "ZooKeeper to listen", "zookeeper")
+        self._await(
+            lambda: _port_open(self.zk_port, self.host("zookeeper")),
+            "ZooKeeper to listen",
+            "zookeeper",
+        )
         self.start_broker(CONTROLLER)
         from harness.metadata.zk import ZkView
 
@@ -203,7 +229,7 @@ class LocalCluster(Cluster):
         props = broker_properties(
             self.version,
             spec.broker_id,
-            "127.0.0.1",
+            self.host(name),
             spec.port,
             str(spec.data_dir),
             self.zk_connect(),
@@ -230,6 +256,8 @@ class LocalCluster(Cluster):
                 f.close()
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "pids.json").unlink()
+        if self.network is not None:
+            self.network.close()
 
     # ------------------------------------------------------------------ interface
 

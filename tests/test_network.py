@@ -19,6 +19,11 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness.db import BrokerUnavailable, TopicSpec
+from harness.db.local import LocalCluster, find_tree
+from harness.db.versions import resolve_version
+from harness.metadata.zk import ZkView
+from harness.nemesis import faults
 from harness.nemesis.network import (
     CLIENT,
     STATE_DIR,
@@ -359,3 +364,49 @@ def test_a_live_owner_is_not_reaped_and_sigterm_cleans_up() -> None:
         for stream in (proc.stdin, proc.stdout):
             if stream:
                 stream.close()
+
+
+# ---------------------------------------------------------------------------- real Kafka
+
+BROKER_VERSIONS = ["0.10.2.1", "2.1.1", "3.3.1"]
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("version", BROKER_VERSIONS)
+def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
+    version: str, tmp_path: Path
+) -> None:
+    """B cut from leader A only (still talking to the controller and ZooKeeper): A shrinks
+    the ISR after replica.lag.time.max.ms while B stays registered; healed, B rejoins."""
+    try:
+        find_tree(resolve_version(version))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path / "run", network=True)
+    for spec in cluster.brokers.values():
+        spec.props["replica.lag.time.max.ms"] = "3000"
+        spec.props["replica.socket.timeout.ms"] = "5000"  # the fetcher reconnects soon
+    a, b = cluster.brokers["A"].broker_id, cluster.brokers["B"].broker_id
+    with cluster:
+        assert cluster.network is not None
+        run = cluster.network.run
+        cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
+        with ZkView(cluster.zk_connect()) as zk:
+
+            def isr_is(isr: tuple[int, ...]) -> Callable[[], bool]:
+                def check() -> bool:
+                    view = zk.partition()
+                    return view is not None and view.leader == a and view.isr == isr
+
+                return check
+
+            wait_until(isr_is((a, b)), 60, f"leader {a} with ISR ({a}, {b})")
+            assert faults.partition(cluster, "B", "A") == [("B", "A"), ("A", "B")]
+            wait_until(isr_is((a,)), 60, f"ISR to shrink to ({a},)")
+            view = zk.partition()
+            assert view is not None and b in view.live  # alive for the controller
+            assert faults.heal(cluster, "B") == [("A", "B"), ("B", "A")]
+            wait_until(isr_is((a, b)), 90, f"ISR to expand back to ({a}, {b})")
+    assert leftovers(run) == []
+    out = subprocess.run(["pgrep", "-af", "java"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in out

@@ -27,6 +27,7 @@ from harness.nemesis import faults
 from harness.nemesis.network import (
     CLIENT,
     STATE_DIR,
+    LinkCuts,
     NetworkError,
     RunNetwork,
     network_available,
@@ -279,6 +280,32 @@ def test_isolate_keeps_the_client_unless_told(net: RunNetwork, servers: dict[str
     net.isolate("A", keep=())
     assert not connects(net, CLIENT, "A")
     assert (CLIENT, "A") in net.cuts()
+
+
+def test_link_cuts_work_by_pid_as_for_a_container(
+    net: RunNetwork, servers: dict[str, Server]
+) -> None:
+    """LinkCuts entering a namespace through a process in it (``nsenter -t PID -n``), the way
+    a container is entered; reapply() restores the rules a fresh namespace would lack."""
+    pids = {node: str(s.proc.pid) for node, s in servers.items()}
+    cuts = LinkCuts(
+        {n: net.address(n) for n in pids},
+        net.address(CLIENT),
+        lambda node: ["nsenter", "-t", pids[node], "-n"],
+        "hwchaos:test" + net.run,
+    )
+    assert cuts.partition("B", "A") == [("B", "A"), ("A", "B")]
+    assert not connects(net, "B", "A") and connects(net, "C", "A")
+    assert cuts.heal() == [("A", "B"), ("B", "A")]
+    assert connects(net, "B", "A")
+    cuts.partition(CLIENT, "A", "one-way")
+    assert not connects(net, CLIENT, "A")
+    subprocess.run(net.wrap("A", ["iptables", "-F", "INPUT"]), check=True)  # "restarted"
+    assert connects(net, CLIENT, "A")
+    assert cuts.reapply("A") == 1
+    assert not connects(net, CLIENT, "A")
+    cuts.heal()
+    assert connects(net, CLIENT, "A")
 
 
 def test_bad_requests_are_one_line(net: RunNetwork) -> None:

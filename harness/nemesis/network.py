@@ -47,7 +47,7 @@ import shutil
 import signal
 import subprocess
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -327,8 +327,11 @@ _hooks_installed = False
 
 
 def _close_all() -> None:
+    """At exit: close this process's networks, then reap what killed owners left."""
     for net in list(_OPEN.values()):
         net.close()
+    with contextlib.suppress(Exception):
+        reap_leftovers()
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -358,6 +361,158 @@ def _names(x: str | Iterable[str]) -> list[str]:
     return [x] if isinstance(x, str) else list(x)
 
 
+class LinkCuts:
+    """The partition rules of one run: one DROP per cut directed link, in a node's namespace.
+
+    Backend-neutral, so containers can be cut the same way: ``enter(node)`` is the command
+    prefix that runs a program in the node's network namespace (``ip netns exec NS`` here,
+    ``nsenter -t PID -n`` for a container), ``addresses`` maps node -> IPv4 (read at each
+    call, so nodes may be added later) and ``client`` is the address the harness's clients
+    appear from. Each rule's comment is ``<tag>:<src>-><dst>``.
+    """
+
+    def __init__(
+        self,
+        addresses: Mapping[str, str],
+        client: str,
+        enter: Callable[[str], list[str]],
+        tag: str,
+    ) -> None:
+        self._addresses = addresses
+        self._client = client
+        self._enter = enter
+        self._tag = tag
+        self._cuts: dict[tuple[str, str], tuple[str, list[str]]] = {}
+
+    def address(self, node: str) -> str:
+        if node == CLIENT:
+            return self._client
+        if node not in self._addresses:
+            known = ", ".join([*self._addresses, CLIENT])
+            raise NetworkError(f"unknown node {node!r} (known: {known})")
+        return self._addresses[node]
+
+    def cuts(self) -> list[tuple[str, str]]:
+        """Every directed link currently cut, as (src, dst): packets src -> dst are dropped."""
+        return sorted(self._cuts)
+
+    def _iptables(self, node: str, args: list[str]) -> str:
+        return _run([*self._enter(node), "iptables", "-w", *args])
+
+    def _links_of(
+        self, src: str | Iterable[str], dst: str | Iterable[str], direction: Direction
+    ) -> list[tuple[str, str]]:
+        if direction not in ("both", "one-way"):
+            raise NetworkError(f"direction must be 'both' or 'one-way', not {direction!r}")
+        srcs, dsts = _names(src), _names(dst)
+        for n in [*srcs, *dsts]:
+            self.address(n)
+        links = []
+        for s in srcs:
+            for d in dsts:
+                if s == d:
+                    raise NetworkError(f"cannot cut {s} from itself")
+                links.append((s, d))
+                if direction == "both":
+                    links.append((d, s))
+        return links
+
+    def _rule(self, src: str, dst: str) -> tuple[str, list[str]]:
+        """Where the DROP for packets src -> dst lives: dst's INPUT, or src's OUTPUT."""
+        tag = ["-m", "comment", "--comment", f"{self._tag}:{src}->{dst}", "-j", "DROP"]
+        if dst != CLIENT:
+            return dst, ["INPUT", "-s", self.address(src), *tag]
+        return src, ["OUTPUT", "-d", self.address(dst), *tag]
+
+    def partition(
+        self,
+        src: str | Iterable[str],
+        dst: str | Iterable[str],
+        direction: Direction = "both",
+    ) -> list[tuple[str, str]]:
+        """Cut ``src -> dst`` (and ``dst -> src`` unless one-way); returns the new cuts.
+
+        Takes effect for every packet from the moment it returns, established connections
+        included. Cutting a link already cut does nothing.
+        """
+        new = []
+        for s, d in self._links_of(src, dst, direction):
+            if (s, d) in self._cuts:
+                continue
+            where, rule = self._rule(s, d)
+            self._iptables(where, ["-I", *rule])
+            self._cuts[(s, d)] = (where, rule)
+            new.append((s, d))
+        return new
+
+    def isolate(self, node: str, keep: Iterable[str] = (CLIENT,)) -> list[tuple[str, str]]:
+        """Cut ``node`` from every other node both ways, except the peers in ``keep``.
+
+        The harness's clients are kept by default: a zombie leader is one the clients
+        still reach; pass ``keep=()`` to cut them too.
+        """
+        self.address(node)
+        kept = set(keep)
+        others = [n for n in [*self._addresses, CLIENT] if n != node and n not in kept]
+        return self.partition(node, others, "both") if others else []
+
+    def heal(
+        self,
+        src: str | Iterable[str] | None = None,
+        dst: str | Iterable[str] | None = None,
+        direction: Direction = "both",
+    ) -> list[tuple[str, str]]:
+        """Restore cut links; returns the healed ones.
+
+        ``heal()`` heals everything, ``heal("A")`` every link of A (either direction),
+        ``heal("A", "B")`` both directions between them, ``direction="one-way"`` only
+        ``src -> dst``.
+        """
+        srcs = None if src is None else set(_names(src))
+        dsts = None if dst is None else set(_names(dst))
+
+        def matches(s: str, d: str) -> bool:
+            fwd = (srcs is None or s in srcs) and (dsts is None or d in dsts)
+            back = (srcs is None or d in srcs) and (dsts is None or s in dsts)
+            return fwd or (direction == "both" and back)
+
+        healed = []
+        for (s, d), (where, rule) in sorted(self._cuts.items()):
+            if matches(s, d):
+                self._iptables(where, ["-D", *rule])
+                del self._cuts[(s, d)]
+                healed.append((s, d))
+        return healed
+
+    def reapply(self, node: str) -> int:
+        """Insert again the rules that live in ``node``'s namespace; returns how many.
+
+        For a backend whose restart gives the node a fresh namespace (a restarted
+        container); the local backend's namespaces outlive the JVMs, so it never needs it.
+        """
+        n = 0
+        for where, rule in self._cuts.values():
+            if where == node:
+                self._iptables(where, ["-I", *rule])
+                n += 1
+        return n
+
+    def dropped(self) -> dict[tuple[str, str], int]:
+        """Packets each cut has dropped so far (its rule's counter): proof a cut was hit."""
+        counts: dict[tuple[str, str], int] = {}
+        for (s, d), (where, rule) in self._cuts.items():
+            out = self._iptables(where, ["-L", rule[0], "-v", "-x", "-n"])
+            comment = f"{self._tag}:{s}->{d}"
+            for line in out.splitlines():
+                if comment in line:
+                    counts[(s, d)] = int(line.split()[0])
+        return counts
+
+    def forget(self) -> None:
+        """Drop the bookkeeping without touching rules (their namespaces are gone)."""
+        self._cuts.clear()
+
+
 class RunNetwork:
     """One run's private network: a bridge, the harness on it, one namespace per node.
 
@@ -373,7 +528,6 @@ class RunNetwork:
         reap_leftovers()
         self.run_dir = run_dir
         self._closed = False
-        self._cuts: dict[tuple[str, str], tuple[str, list[str]]] = {}
         run = secrets.token_hex(3)
         with _locked():
             subnet = self._free_subnet()
@@ -394,8 +548,9 @@ class RunNetwork:
         _OPEN[run] = self
         self._hosts = subnet.hosts()
         self._prefix = subnet.prefixlen
+        self._harness_addr = str(next(self._hosts))
+        self._links = LinkCuts(self._state.nodes, self._harness_addr, self._enter, self._comment())
         try:
-            self._harness_addr = str(next(self._hosts))
             self._create_bridge()
             for node in nodes:
                 self.add_node(node)
@@ -495,7 +650,7 @@ class RunNetwork:
                 "client": self._harness_addr,
                 "nodes": self._state.nodes,
                 "namespaces": self._state.namespaces,
-                "cuts": [f"{s}->{d}" for s, d in sorted(self._cuts)],
+                "cuts": [f"{s}->{d}" for s, d in self._links.cuts()],
             }
             (self.run_dir / "network.json").write_text(json.dumps(record, indent=1))
 
@@ -523,6 +678,9 @@ class RunNetwork:
         self._check_node(node)
         return self._state.namespaces[node]
 
+    def _enter(self, node: str) -> list[str]:
+        return ["ip", "netns", "exec", self.namespace(node)]
+
     def wrap(self, node: str, cmd: list[str]) -> list[str]:
         """``cmd`` run inside ``node``'s namespace (``ip netns exec`` execs it: same pid)."""
         if node == CLIENT:
@@ -542,33 +700,7 @@ class RunNetwork:
 
     def cuts(self) -> list[tuple[str, str]]:
         """Every directed link currently cut, as (src, dst): packets src -> dst are dropped."""
-        return sorted(self._cuts)
-
-    def _links_of(
-        self, src: str | Iterable[str], dst: str | Iterable[str], direction: Direction
-    ) -> list[tuple[str, str]]:
-        if direction not in ("both", "one-way"):
-            raise NetworkError(f"direction must be 'both' or 'one-way', not {direction!r}")
-        srcs, dsts = _names(src), _names(dst)
-        for n in [*srcs, *dsts]:
-            if n != CLIENT:
-                self._check_node(n)
-        links = []
-        for s in srcs:
-            for d in dsts:
-                if s == d:
-                    raise NetworkError(f"cannot cut {s} from itself")
-                links.append((s, d))
-                if direction == "both":
-                    links.append((d, s))
-        return links
-
-    def _rule(self, src: str, dst: str) -> tuple[str, list[str]]:
-        """Where the DROP for packets src -> dst lives: dst's INPUT, or src's OUTPUT."""
-        tag = ["-m", "comment", "--comment", f"{self._comment()}:{src}->{dst}", "-j", "DROP"]
-        if dst != CLIENT:
-            return dst, ["INPUT", "-s", self.address(src), *tag]
-        return src, ["OUTPUT", "-d", self.address(dst), *tag]
+        return self._links.cuts()
 
     def partition(
         self,
@@ -576,33 +708,18 @@ class RunNetwork:
         dst: str | Iterable[str],
         direction: Direction = "both",
     ) -> list[tuple[str, str]]:
-        """Cut ``src -> dst`` (and ``dst -> src`` unless one-way); returns the new cuts.
-
-        Takes effect for every packet from the moment it returns, established connections
-        included. Cutting a link already cut does nothing.
-        """
+        """Cut ``src -> dst`` (and back unless one-way); see :meth:`LinkCuts.partition`."""
         self._check_open()
-        new = []
-        for s, d in self._links_of(src, dst, direction):
-            if (s, d) in self._cuts:
-                continue
-            where, rule = self._rule(s, d)
-            _run(self.wrap(where, ["iptables", "-w", "-I", *rule]))
-            self._cuts[(s, d)] = (where, rule)
-            new.append((s, d))
+        new = self._links.partition(src, dst, direction)
         self._save_record()
         return new
 
     def isolate(self, node: str, keep: Iterable[str] = (CLIENT,)) -> list[tuple[str, str]]:
-        """Cut ``node`` from every other node both ways, except the peers in ``keep``.
-
-        The harness's clients are kept by default: a zombie leader is one the clients
-        still reach; pass ``keep=()`` to cut them too.
-        """
-        self._check_node(node)
-        keep = set(keep)
-        others = [n for n in [*self.nodes, CLIENT] if n != node and n not in keep]
-        return self.partition(node, others, "both") if others else []
+        """Cut ``node`` from every other node; see :meth:`LinkCuts.isolate`."""
+        self._check_open()
+        new = self._links.isolate(node, keep)
+        self._save_record()
+        return new
 
     def heal(
         self,
@@ -610,41 +727,17 @@ class RunNetwork:
         dst: str | Iterable[str] | None = None,
         direction: Direction = "both",
     ) -> list[tuple[str, str]]:
-        """Restore cut links; returns the healed ones.
-
-        ``heal()`` heals everything, ``heal("A")`` every link of A (either direction),
-        ``heal("A", "B")`` both directions between them, ``direction="one-way"`` only
-        ``src -> dst``.
-        """
-        srcs = None if src is None else set(_names(src))
-        dsts = None if dst is None else set(_names(dst))
-
-        def matches(s: str, d: str) -> bool:
-            fwd = (srcs is None or s in srcs) and (dsts is None or d in dsts)
-            back = (srcs is None or d in srcs) and (dsts is None or s in dsts)
-            return fwd or (direction == "both" and back)
-
-        healed = []
-        for (s, d), (where, rule) in sorted(self._cuts.items()):
-            if not matches(s, d):
-                continue
-            if not self._closed:
-                _run(self.wrap(where, ["iptables", "-w", "-D", *rule]))
-            del self._cuts[(s, d)]
-            healed.append((s, d))
+        """Restore cut links; see :meth:`LinkCuts.heal`. After close, nothing is left to heal."""
+        if self._closed:
+            return []
+        healed = self._links.heal(src, dst, direction)
         self._save_record()
         return healed
 
     def dropped(self) -> dict[tuple[str, str], int]:
-        """Packets each cut has dropped so far (its rule's counter): proof a cut was hit."""
-        counts: dict[tuple[str, str], int] = {}
-        for (s, d), (where, rule) in self._cuts.items():
-            out = _run(self.wrap(where, ["iptables", "-w", "-L", rule[0], "-v", "-x", "-n"]))
-            comment = f"{self._comment()}:{s}->{d}"
-            for line in out.splitlines():
-                if comment in line:
-                    counts[(s, d)] = int(line.split()[0])
-        return counts
+        """Packets each cut has dropped so far; see :meth:`LinkCuts.dropped`."""
+        self._check_open()
+        return self._links.dropped()
 
     # -------------------------------------------------------------- teardown
 
@@ -657,7 +750,7 @@ class RunNetwork:
             return
         self._closed = True
         _OPEN.pop(self.run, None)
-        self._cuts.clear()
+        self._links.forget()
         with contextlib.suppress(Exception):
             _teardown(self._state)
 

@@ -19,9 +19,15 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
-from harness.db import BrokerUnavailable, TopicSpec
+from harness.db import CONTROLLER, BrokerUnavailable, TopicSpec
 from harness.db.local import LocalCluster, find_tree
 from harness.db.versions import resolve_version
+from harness.generator.playbook import (
+    LAI_DONE,
+    LAI_FINISHED,
+    LAI_SENT_PARTITION,
+    LAI_SENT_REQUEST,
+)
 from harness.metadata.zk import ZkView
 from harness.nemesis import faults
 from harness.nemesis.network import (
@@ -437,3 +443,69 @@ def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
     assert leftovers(run) == []
     out = subprocess.run(["pgrep", "-af", "java"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in out
+
+
+def _lai_lines(path: Path | None, sent_to: int | None = None) -> int:
+    """LeaderAndIsr requests a broker logged as handled, or the controller as sent to a broker."""
+    text = path.read_text(errors="replace") if path is not None and path.exists() else ""
+    if sent_to is None:
+        pattern = LAI_FINISHED if LAI_FINISHED.search(text) else LAI_DONE
+        return len(pattern.findall(text))
+    pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
+    return sum(1 for m in pattern.finditer(text) if m.group(1) == str(sent_to))
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("version", BROKER_VERSIONS)
+def test_controller_cut_from_a_broker_holds_back_its_leader_and_isr(
+    version: str, tmp_path: Path
+) -> None:
+    """The controller elects B after leader A dies, but B, cut from the controller only,
+    does not learn it until the heal: the held-back LeaderAndIsr of the zombie orderings."""
+    try:
+        find_tree(resolve_version(version))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path / "run", network=True)
+    cluster.brokers[CONTROLLER].props["controller.socket.timeout.ms"] = "5000"
+    a, b = cluster.brokers["A"].broker_id, cluster.brokers["B"].broker_id
+    with cluster:
+        assert cluster.network is not None
+        run = cluster.network.run
+        cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
+        b_log, ctl_log = cluster.state_change_log("B"), cluster.state_change_log(CONTROLLER)
+        with ZkView(cluster.zk_connect()) as zk:
+
+            def leader_is(bid: int, isr: tuple[int, ...]) -> Callable[[], bool]:
+                def check() -> bool:
+                    view = zk.partition()
+                    return view is not None and view.leader == bid and view.isr == isr
+
+                return check
+
+            wait_until(leader_is(a, (a, b)), 60, f"leader {a} with ISR ({a}, {b})")
+            wait_until(
+                lambda: _lai_lines(b_log) >= _lai_lines(ctl_log, sent_to=b) > 0,
+                30,
+                "B to handle its first LeaderAndIsr",
+            )
+            handled, sent = _lai_lines(b_log), _lai_lines(ctl_log, sent_to=b)
+            faults.partition(cluster, CONTROLLER, "B")
+            faults.crash(cluster, "A")
+            assert zk.expire_registration(a)
+            wait_until(leader_is(b, (b,)), 60, f"the controller to elect {b}")
+            wait_until(
+                lambda: _lai_lines(ctl_log, sent_to=b) > sent, 30, "a LeaderAndIsr sent to B"
+            )
+            net = cluster.network
+            # packets on the link are dropped: the request itself, or B's answer to an
+            # earlier one (UpdateMetadata) that the controller's send thread waits for
+            wait_until(
+                lambda: sum(net.dropped().values()) > 0,
+                30,
+                "the cut to drop packets between the controller and B",
+            )
+            assert _lai_lines(b_log) == handled  # sent, never received: held back
+            faults.heal(cluster)
+            wait_until(lambda: _lai_lines(b_log) > handled, 90, "B to handle it after the heal")
+    assert leftovers(run) == []

@@ -7,6 +7,7 @@ root is: without it every test skips with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -28,7 +29,6 @@ from harness.generator.playbook import (
     LAI_SENT_PARTITION,
     LAI_SENT_REQUEST,
 )
-from harness.metadata.zk import ZkView
 from harness.nemesis import faults
 from harness.nemesis.network import (
     CLIENT,
@@ -401,16 +401,18 @@ def test_a_live_owner_is_not_reaped_and_sigterm_cleans_up() -> None:
 
 # ---------------------------------------------------------------------------- real Kafka
 
-BROKER_VERSIONS = ["0.10.2.1", "2.1.1", "3.3.1"]
+ZK_VERSIONS = ["0.10.2.1", "2.1.1", "3.3.1"]
+KRAFT_VERSIONS = ["3.3.1-kraft", "4.0.0"]
 
 
 @pytest.mark.broker
-@pytest.mark.parametrize("version", BROKER_VERSIONS)
+@pytest.mark.parametrize("version", ZK_VERSIONS + KRAFT_VERSIONS)
 def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
     version: str, tmp_path: Path
 ) -> None:
     """B cut from leader A only (still talking to the controller and ZooKeeper): A shrinks
-    the ISR after replica.lag.time.max.ms while B stays registered; healed, B rejoins."""
+    the ISR after replica.lag.time.max.ms while B stays registered (and, under KRaft,
+    unfenced: it keeps heartbeating); healed, B rejoins. Read through the metadata view."""
     try:
         find_tree(resolve_version(version))
     except BrokerUnavailable as exc:
@@ -424,11 +426,11 @@ def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
         assert cluster.network is not None
         run = cluster.network.run
         cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
-        with ZkView(cluster.zk_connect()) as zk:
+        with contextlib.closing(cluster.metadata()) as meta:
 
             def isr_is(isr: tuple[int, ...]) -> Callable[[], bool]:
                 def check() -> bool:
-                    view = zk.partition()
+                    view = meta.partition()
                     return view is not None and view.leader == a and view.isr == isr
 
                 return check
@@ -436,8 +438,8 @@ def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
             wait_until(isr_is((a, b)), 60, f"leader {a} with ISR ({a}, {b})")
             assert faults.partition(cluster, "B", "A") == [("B", "A"), ("A", "B")]
             wait_until(isr_is((a,)), 60, f"ISR to shrink to ({a},)")
-            view = zk.partition()
-            assert view is not None and b in view.live  # alive for the controller
+            view = meta.partition()
+            assert view is not None and b in view.live and b not in view.fenced  # alive
             assert faults.heal(cluster, "B") == [("A", "B"), ("B", "A")]
             wait_until(isr_is((a, b)), 90, f"ISR to expand back to ({a}, {b})")
     assert leftovers(run) == []
@@ -456,7 +458,7 @@ def _lai_lines(path: Path | None, sent_to: int | None = None) -> int:
 
 
 @pytest.mark.broker
-@pytest.mark.parametrize("version", BROKER_VERSIONS)
+@pytest.mark.parametrize("version", ZK_VERSIONS)
 def test_controller_cut_from_a_broker_holds_back_its_leader_and_isr(
     version: str, tmp_path: Path
 ) -> None:
@@ -474,11 +476,11 @@ def test_controller_cut_from_a_broker_holds_back_its_leader_and_isr(
         run = cluster.network.run
         cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
         b_log, ctl_log = cluster.state_change_log("B"), cluster.state_change_log(CONTROLLER)
-        with ZkView(cluster.zk_connect()) as zk:
+        with contextlib.closing(cluster.metadata()) as meta:
 
             def leader_is(bid: int, isr: tuple[int, ...]) -> Callable[[], bool]:
                 def check() -> bool:
-                    view = zk.partition()
+                    view = meta.partition()
                     return view is not None and view.leader == bid and view.isr == isr
 
                 return check
@@ -492,7 +494,7 @@ def test_controller_cut_from_a_broker_holds_back_its_leader_and_isr(
             handled, sent = _lai_lines(b_log), _lai_lines(ctl_log, sent_to=b)
             faults.partition(cluster, CONTROLLER, "B")
             faults.crash(cluster, "A")
-            assert zk.expire_registration(a)
+            assert cluster.declare_dead("A")
             wait_until(leader_is(b, (b,)), 60, f"the controller to elect {b}")
             wait_until(
                 lambda: _lai_lines(ctl_log, sent_to=b) > sent, 30, "a LeaderAndIsr sent to B"

@@ -8,12 +8,13 @@ cluster of two brokers, the time from cutting follower B from leader A until A s
 ISR (``replica.lag.time.max.ms`` = ``--lag-ms``), and from the heal until B is back in it.
 
 Run (root): .venv/bin/python benchmarks/bench_network.py [--repeat 10] [--nodes 5]
-            [--kafka 0.10.2.1,2.1.1,3.3.1 --lag-ms 3000]
+            [--kafka 0.10.2.1,2.1.1,3.3.1,3.3.1-kraft,4.0.0 --lag-ms 3000]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import socket
 import statistics
@@ -76,7 +77,6 @@ def isr_cycle(version: str, lag_ms: int) -> tuple[float, float, float]:
     from harness.db import TopicSpec
     from harness.db.local import LocalCluster
     from harness.db.versions import resolve_version
-    from harness.metadata.zk import ZkView
     from harness.nemesis import faults
 
     work = Path(tempfile.mkdtemp(prefix="hwchaos-netbench-"))
@@ -89,7 +89,7 @@ def isr_cycle(version: str, lag_ms: int) -> tuple[float, float, float]:
     with cluster:
         started = time.perf_counter() - t
         cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
-        with ZkView(cluster.zk_connect()) as zk:
+        with contextlib.closing(cluster.metadata()) as meta:
 
             def wait_isr(isr: tuple[int, ...]) -> float:
                 t0 = time.perf_counter()
@@ -100,7 +100,7 @@ def isr_cycle(version: str, lag_ms: int) -> tuple[float, float, float]:
                     retry=retry_if_result(lambda ok: not ok),
                 )
                 def poll() -> bool:
-                    view = zk.partition()
+                    view = meta.partition()
                     return view is not None and view.isr == isr
 
                 poll()

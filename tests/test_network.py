@@ -447,6 +447,16 @@ def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
     assert str(tmp_path) not in out
 
 
+def test_a_cluster_without_a_run_network_says_why(tmp_path: Path) -> None:
+    try:
+        cluster = LocalCluster(resolve_version("3.3.1"), ["A", "B"], tmp_path)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    with pytest.raises(faults.NotSupported, match=r"started without per-node network namespaces"):
+        faults.partition(cluster, "A", "B")
+    cluster.close()
+
+
 def _lai_lines(path: Path | None, sent_to: int | None = None) -> int:
     """LeaderAndIsr requests a broker logged as handled, or the controller as sent to a broker."""
     text = path.read_text(errors="replace") if path is not None and path.exists() else ""

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.db import PARTITION, TOPIC, Cluster
-from harness.nemesis.network import CLIENT, Direction, RunNetwork, network_available
+from harness.nemesis.network import CLIENT, Direction, Partitions, network_available
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
 
@@ -103,15 +103,14 @@ def power_loss(cluster: Cluster, name: str, flushed_offset: int) -> int:
     return cut_log_to(pdir, flushed_offset) if pdir.is_dir() else 0
 
 
-def _network(cluster: Cluster) -> RunNetwork:
-    """The cluster's run network, or NotSupported saying why there is none."""
-    net: RunNetwork | None = getattr(cluster, "network", None)
-    if net is None:
+def _network(cluster: Cluster) -> Partitions:
+    """The cluster's partition capability, or NotSupported saying why there is none."""
+    if cluster.network is None:
         reason = network_available() or (
             "this cluster was started without per-node network namespaces (network=True)"
         )
         raise NotSupported(f"network partitions unavailable: {reason}")
-    return net
+    return cluster.network
 
 
 def partition(

@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 CLIENT = "client"
 """The harness's clients (root namespace, the bridge's address) as a partition peer."""
@@ -359,6 +359,32 @@ def _install_exit_hooks() -> None:
 
 def _names(x: str | Iterable[str]) -> list[str]:
     return [x] if isinstance(x, str) else list(x)
+
+
+class Partitions(Protocol):
+    """The partition capability of a cluster (``Cluster.network``): cut and heal links.
+
+    Peers are node names (brokers, ``controller``, ``zookeeper``) and :data:`CLIENT`.
+    :class:`RunNetwork` (local backend) and :class:`LinkCuts` (any namespaces one can enter,
+    containers included) implement it.
+    """
+
+    def partition(
+        self, src: str | Iterable[str], dst: str | Iterable[str], direction: Direction = "both"
+    ) -> list[tuple[str, str]]: ...
+
+    def heal(
+        self,
+        src: str | Iterable[str] | None = None,
+        dst: str | Iterable[str] | None = None,
+        direction: Direction = "both",
+    ) -> list[tuple[str, str]]: ...
+
+    def isolate(self, node: str, keep: Iterable[str] = ...) -> list[tuple[str, str]]: ...
+
+    def cuts(self) -> list[tuple[str, str]]: ...
+
+    def dropped(self) -> dict[tuple[str, str], int]: ...
 
 
 class LinkCuts:

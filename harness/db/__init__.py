@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from harness.db.modes import Mode
     from harness.db.versions import KafkaVersion
     from harness.metadata import MetadataView
+    from harness.nemesis.network import Partitions
 
 CONTROLLER = "controller"
 TOPIC = "hwchaos"
@@ -92,6 +93,7 @@ class Cluster(ABC):
     brokers: dict[str, BrokerSpec]
     nodes: dict[str, BrokerSpec]
     workdir: Path
+    network: Partitions | None = None  # cuts links between nodes; None: this runtime cannot
 
     # ------------------------------------------------------------------ runtime capabilities
 

@@ -417,7 +417,9 @@ def test_follower_cut_from_the_leader_leaves_the_isr_and_rejoins_after_heal(
         find_tree(resolve_version(version))
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
-    cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path / "run", network=True)
+    cluster = LocalCluster(
+        resolve_version(version), ["A", "B"], tmp_path / "run", startup_timeout=180, network=True
+    )
     for spec in cluster.brokers.values():
         spec.props["replica.lag.time.max.ms"] = "3000"
         spec.props["replica.socket.timeout.ms"] = "5000"  # the fetcher reconnects soon
@@ -478,7 +480,9 @@ def test_controller_cut_from_a_broker_holds_back_its_leader_and_isr(
         find_tree(resolve_version(version))
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
-    cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path / "run", network=True)
+    cluster = LocalCluster(
+        resolve_version(version), ["A", "B"], tmp_path / "run", startup_timeout=180, network=True
+    )
     cluster.brokers[CONTROLLER].props["controller.socket.timeout.ms"] = "5000"
     a, b = cluster.brokers["A"].broker_id, cluster.brokers["B"].broker_id
     with cluster:

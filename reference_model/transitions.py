@@ -381,7 +381,13 @@ def _leader_epoch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome
         return st, "no OffsetsForLeaderEpoch before 0.11 (truncated to HW on becoming follower)"
     if not _reachable(rep) or not rep.needs_truncation:
         return st, f"{name} has no truncation pending"
-    return _offsets_for_leader_epoch(cfg, st, ev.replica)
+    st, note = _offsets_for_leader_epoch(cfg, st, ev.replica)
+    if cfg.generation.truncate_in_fetch and not st.replicas[ev.replica].needs_truncation:
+        # KAFKA-10554 (2.8): no separate OffsetsForLeaderEpoch round; the truncation is
+        # decided from the first Fetch, which is a fetch like any other (ISR join included)
+        st, fetched = _fetch(cfg, st, ev)
+        note = "; ".join(n for n in (note, "truncated on the first Fetch", fetched) if n)
+    return st, note
 
 
 # ------------------------------------------------------------------- disk and process

@@ -295,6 +295,17 @@ def test_kafka_7414_boundary() -> None:
     assert outcome(s, off)["outcomes"] == ["broker_halted:B"]
 
 
+def test_kafka_10554_boundary() -> None:
+    """kip101-scenario1 in KRaft 3.x, which ignores unclean.leader.election.enable: before
+    2.8 A only truncates and stays out of the ISR, so B's fencing leaves the partition
+    offline; from 2.8 the truncation rides on a Fetch that puts A back in the ISR, and A is
+    elected cleanly (seen on real 3.3.1-kraft brokers)."""
+    s = cat("kip101-scenario1")
+    assert outcome(s, "3.3.1-kraft")["leader"] == "A"
+    off = with_rule(generation("3.3.1-kraft"), "truncate_in_fetch", False)
+    assert outcome(s, off)["leader"] is None
+
+
 def test_kip320_boundary() -> None:
     s = cat("kip320-zombie-follower")
     assert outcome(s, "2.0.1")["lost_acked"] == ["m3"]

@@ -24,6 +24,12 @@ How (root only; :func:`network_available` says why not in one line):
 - when bridged frames traverse the root firewall (``br_netfilter``; Docker sets
   ``FORWARD`` to ``DROP``) one ``ACCEPT`` rule for the bridge, with the same comment.
 
+After a heal, an open TCP connection carries data again only at its next retransmission:
+TCP's backoff doubles while the link is cut (measured: 0.4 s after a 0.5 s cut, 1.3 s after
+2 s, 5.5 s after 8 s; ``benchmarks/bench_network.py``). Fences after a heal wait on the
+state they need (the ISR back, a LeaderAndIsr handled), never on a fixed delay; a short
+``replica.socket.timeout.ms`` / ``controller.socket.timeout.ms`` bounds it further.
+
 Nothing is left behind: the owner's pid (with its start time, against pid reuse) and every
 name are written to ``/run/hwchaos/<run>.json`` *before* anything is created;
 :meth:`RunNetwork.close` (also run at interpreter exit and on SIGTERM/SIGHUP) kills what

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness.client.producer import Producer
 from harness.db import CONTROLLER, BrokerUnavailable, TopicSpec
 from harness.db.local import LocalCluster, find_tree
 from harness.db.versions import resolve_version
@@ -39,6 +40,7 @@ from harness.nemesis.network import (
     network_available,
     reap_leftovers,
 )
+from harness.readback.logformat import read_partition_dir
 
 REASON = network_available()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -524,4 +526,60 @@ def test_controller_cut_from_a_broker_holds_back_its_leader_and_isr(
             assert _lai_lines(b_log) == handled  # sent, never received: held back
             faults.heal(cluster)
             wait_until(lambda: _lai_lines(b_log) > handled, 90, "B to handle it after the heal")
+    assert leftovers(run) == []
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("version", ZK_VERSIONS)
+def test_isolated_leader_acknowledges_as_a_zombie_and_loses_the_write_after_heal(
+    version: str, tmp_path: Path
+) -> None:
+    """The 2013 Jepsen ordering by partition alone: leader A is cut from ZooKeeper, the
+    controller and B, and the clients reach only A. A's session expires, the controller
+    elects B, yet A still answers as leader and acknowledges an acks=1 write; after the heal
+    A follows B and truncates the acknowledged record away."""
+    try:
+        find_tree(resolve_version(version))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    cluster = LocalCluster(
+        resolve_version(version), ["A", "B"], tmp_path / "run", startup_timeout=180, network=True
+    )
+    for spec in cluster.brokers.values():
+        spec.props["zookeeper.session.timeout.ms"] = "6000"  # A's expiry, while cut
+    a, b = cluster.brokers["A"].broker_id, cluster.brokers["B"].broker_id
+    with cluster:
+        assert cluster.network is not None
+        run = cluster.network.run
+        cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
+        with contextlib.closing(cluster.metadata()) as meta:
+
+            def state(leader: int, has: int) -> Callable[[], bool]:
+                def check() -> bool:
+                    view = meta.partition()
+                    return view is not None and view.leader == leader and has in view.isr
+
+                return check
+
+            wait_until(state(a, b), 60, f"leader {a} with {b} in the ISR")
+            for name in ("A", "B"):  # serving requests, not merely registered
+                log = cluster.state_change_log(name)
+                wait_until(lambda log=log: _lai_lines(log) > 0, 90, f"{name} to handle a LAI")
+            faults.isolate(cluster, "A")  # from ZooKeeper, the controller and B
+            faults.partition(cluster, CLIENT, ["B", CONTROLLER])  # clients reach only A
+            wait_until(state(b, b), 60, f"the controller to elect {b} after A's expiry")
+            host, port = cluster.broker_address("A")
+            producer = Producer(f"{host}:{port}", "1")
+            try:
+                assert producer.leader_id() == a  # A's stale metadata: a zombie leader
+                d = producer.send("zombie")
+                wait_until(lambda: (producer.poll(), d.status)[1] != "pending", 30, "an answer")
+            finally:
+                producer.close()
+            assert d.status == "acked", d.error
+            faults.heal(cluster)
+            wait_until(state(b, a), 120, f"{a} to rejoin the ISR as B's follower")
+    for name in ("A", "B"):
+        keys = [r.key for r in read_partition_dir(cluster.partition_dir(name))]
+        assert b"zombie" not in keys, name
     assert leftovers(run) == []

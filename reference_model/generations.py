@@ -62,11 +62,6 @@ class Generation:
     mode: str = "zk"  # zk | kraft
     rules: frozenset[str] = frozenset()
 
-    @property
-    def unclean_election_by_config(self) -> bool:
-        """Whether ``unclean.leader.election.enable`` lets the controller elect uncleanly."""
-        return not self.kraft or self.kraft_unclean_from_config
-
 
 FLAGS = (
     "epoch_in_log",

@@ -241,8 +241,15 @@ class ZooKeeperMode(Mode):
 
 
 def random_cluster_id() -> str:
-    """What ``kafka-storage random-uuid`` prints: a base64url UUID without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """What ``kafka-storage random-uuid`` prints: a base64url UUID without padding.
+
+    Like ``Uuid.randomUuid`` it never starts with ``-``, which the tool's argument parser
+    would take for an option.
+    """
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class KRaftMode(Mode):

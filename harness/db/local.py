@@ -36,6 +36,7 @@ from harness.db.kafka_config import (
     render,
     zookeeper_properties,
 )
+from harness.db.process import spawn
 from harness.db.versions import KafkaVersion
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
@@ -127,14 +128,8 @@ class LocalCluster(Cluster):
     def _spawn(self, name: str, cmd: list[str]) -> None:
         out = (self.workdir / name / "logs" / "stdout.log").open("ab")
         self._logs[name] = out
-        self._procs[name] = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: Ctrl-C reaches only us
-            cwd=self.workdir / name,
-        )
+        # Its own process group (Ctrl-C reaches only us), SIGKILLed if the harness dies.
+        self._procs[name] = spawn(cmd, stdout=out, cwd=self.workdir / name)
         self._write_pids()
 
     def _write_pids(self) -> None:

@@ -112,6 +112,8 @@ PASSTHROUGH = {
     "analyze": ("harness.analysis.cli", "PySpark analysis of a results folder"),
     "matrix": ("harness.cli.matrix", "scenarios x versions x configs, resumable"),
     "advise": ("harness.cli.advise", "which failure orderings lose acked writes under settings"),
+    "kafka": ("harness.cli.kafka", "install Kafka release trees (download, verify) or list them"),
+    "doctor": ("harness.cli.doctor", "what this machine can run, and what to do when it cannot"),
 }
 
 
@@ -136,5 +138,3 @@ def _guarded(run: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("hwchaos: interrupted", file=sys.stderr)
         return 130
-
-

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -84,3 +85,30 @@ def test_launcher_refuses_to_start_an_orphan() -> None:
     argv = launcher_argv(["sleep", "300"], parent_pid=1)  # not our pid: as if reparented
     res = subprocess.run(argv, timeout=30)
     assert res.returncode == 137
+
+
+@pytest.mark.broker
+@pytest.mark.slow
+def test_sigkilled_harness_mid_run_leaves_no_jvm_after_one_second() -> None:
+    """Three ``hwchaos run``s on real brokers, each SIGKILLed at a random step."""
+    from harness.db import BrokerUnavailable
+    from harness.db.local import find_tree
+    from harness.db.versions import resolve_version
+
+    try:
+        find_tree(resolve_version("0.10.2.1"))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sigkill.py"
+    args = ["--runs", "3", "--every", "1", "--versions", "0.10.2.1", "--json"]
+    res = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert res.returncode == 0, summary
+    assert summary["killed"] == 3 and summary["jvms_at_kill_min"] >= 3  # ZK, controller, A, B
+    assert summary["killed_alive_after_1s"] == 0
+    assert summary["kill_to_no_jvm_max_s"] <= 1.0

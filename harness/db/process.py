@@ -147,3 +147,23 @@ def alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def jvms_under(path: Path) -> list[int]:
+    """Pids of live ``java`` processes whose command line names ``path`` (a run folder).
+
+    Every JVM hwchaos starts has its log dir (under the run folder) on its command line, so
+    this finds them without a pid file: what "nothing left behind" is checked with.
+    """
+    needle = str(path).encode()
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            argv0, _, rest = (d / "cmdline").read_bytes().partition(b"\0")
+        except OSError:
+            continue
+        if argv0.endswith(b"java") and needle in rest and alive(int(d.name)):
+            pids.append(int(d.name))
+    return pids

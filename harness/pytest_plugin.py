@@ -99,6 +99,7 @@ def _split(value: str) -> tuple[str, ...]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "broker: needs real Kafka brokers (hwchaos)")
     config.addinivalue_line(
         "markers",
         "hwchaos(version='3.3.1', brokers=3): Kafka version and size of the hwchaos_cluster "
@@ -273,8 +274,12 @@ class ScenarioItem(pytest.Item):
         if verdict == "model_mismatch":
             step = detail.get("first_differing_step")
             lines.append(
-                f"{where}: MODEL MISMATCH"
-                + (f", first differing step {step}: {self._step_text(step)}" if step else "")
+                f"{where}: MODEL MISMATCH, "
+                + (
+                    f"first differing step {step}: {self._step_text(step)}"
+                    if step
+                    else "first differing step: none in the per-step LEOs (only the records differ)"
+                )
             )
             lines += replica_table(predicted, observed, None)
             lines += _diff_rows(detail.get("differences", []))

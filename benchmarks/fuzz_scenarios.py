@@ -2,7 +2,8 @@
 ScenarioError, and as anything else (the target is 0).
 
 Uses the generators of tests/test_scenario_fuzz.py (random bytes, random YAML documents,
-scenario-shaped documents). Run: .venv/bin/python benchmarks/fuzz_scenarios.py [N]
+scenario-shaped documents, valid scenarios with one field mutated).
+Run: .venv/bin/python benchmarks/fuzz_scenarios.py [N] [random|scenario-shaped|valid ...]
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from hypothesis import strategies as st  # noqa: E402
 
 from harness.generator.scenarios import parse_text  # noqa: E402
 from reference_model.scenario import Scenario, ScenarioError  # noqa: E402
-from tests.test_scenario_fuzz import documents, dump, scenario_shaped  # noqa: E402
+from tests.test_scenario_fuzz import (  # noqa: E402
+    documents,
+    dump,
+    mutated_documents,
+    scenario_shaped,
+)
 
 
 def run(name: str, strategy: st.SearchStrategy[Any], to_input: Any, n: int) -> Counter[str]:
@@ -63,10 +69,17 @@ def run(name: str, strategy: st.SearchStrategy[Any], to_input: Any, n: int) -> C
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    only = set(sys.argv[2:])  # generator names to run (default: all)
+    generators: list[tuple[str, st.SearchStrategy[Any], Any]] = [
+        ("random bytes", st.binary(max_size=400), lambda b: b),
+        ("random YAML", documents, dump),
+        ("scenario-shaped", scenario_shaped, dump),
+        ("valid + mutated", mutated_documents(), dump),
+    ]
     total: Counter[str] = Counter()
-    total += run("random bytes", st.binary(max_size=400), lambda b: b, n)
-    total += run("random YAML", documents, dump, n)
-    total += run("scenario-shaped", scenario_shaped, dump, n)
+    for name, strategy, to_input in generators:
+        if not only or name.split()[0] in only or name in only:
+            total += run(name, strategy, to_input, n)
     bad = sum(v for k, v in total.items() if k not in ("ScenarioError", "valid Scenario"))
     print(f"{'all':<20} {sum(total.values()):>6} inputs, other exceptions: {bad}")
 

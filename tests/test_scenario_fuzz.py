@@ -101,6 +101,60 @@ scenario_shaped = st.fixed_dictionaries(
 )
 
 
+def _valid_doc(
+    brokers: list[str], steps: list[tuple[str, int]], acks: str, isr: int, unclean: bool
+) -> dict[str, Any]:
+    out: list[dict[str, Any]] = []
+    for n, (kind, who) in enumerate(steps):
+        if kind == "produce":
+            out.append({"produce": f"m{n}"})
+        elif kind == "stale_checkpoint":
+            out.append({kind: {"broker": brokers[who % len(brokers)], "hw": who}})
+        else:
+            out.append({kind: brokers[who % len(brokers)]})
+    return {
+        "name": "fuzzed",
+        "brokers": brokers,
+        "topic": {
+            "min_insync_replicas": min(isr, len(brokers)),
+            "unclean_leader_election": unclean,
+        },
+        "producer": {"acks": acks},
+        "steps": out,
+    }
+
+
+valid_documents = st.builds(
+    _valid_doc,
+    st.lists(st.sampled_from("ABCDE"), min_size=1, max_size=5, unique=True),
+    st.lists(st.tuples(st.sampled_from(sorted(KINDS)), st.integers(0, 4)), min_size=1, max_size=8),
+    st.sampled_from(["0", "1", "all"]),
+    st.integers(1, 3),
+    st.booleans(),
+)
+
+
+@st.composite
+def mutated_documents(draw: st.DrawFn) -> dict[str, Any]:
+    """A valid scenario with zero or one field replaced by a random document."""
+    doc = draw(valid_documents)
+    where = draw(st.sampled_from(["none", "top", "topic", "producer", "step", "step_arg"]))
+    junk = draw(documents)
+    if where == "top":
+        doc[draw(st.sampled_from([*doc, "expect", "leader", "x"]))] = junk
+    elif where in ("topic", "producer"):
+        doc[where][draw(st.sampled_from(["replication_factor", "min_insync_replicas", "acks"]))] = (
+            junk
+        )
+    elif where == "step":
+        doc["steps"][draw(st.integers(0, len(doc["steps"]) - 1))] = junk
+    elif where == "step_arg":
+        step = doc["steps"][draw(st.integers(0, len(doc["steps"]) - 1))]
+        (kind,) = step
+        step[kind] = junk
+    return doc
+
+
 def outcome(data: bytes | str) -> Scenario | ScenarioError:
     """The loader's answer; any other exception propagates and fails the property."""
     try:
@@ -138,6 +192,25 @@ def test_random_yaml_documents(doc: Any) -> None:
 @given(scenario_shaped)
 def test_scenario_shaped_documents(doc: dict[str, Any]) -> None:
     assert_one_liner(outcome(dump(doc)))
+
+
+@SETTINGS
+@given(mutated_documents())
+def test_valid_and_mutated_scenarios(doc: dict[str, Any]) -> None:
+    assert_one_liner(outcome(dump(doc)))
+
+
+def test_the_mutation_generator_reaches_valid_scenarios() -> None:
+    """Guard against a generator that only ever produces errors (a vacuous property)."""
+    found: list[bool] = []
+
+    @settings(max_examples=100, deadline=None, database=None)
+    @given(mutated_documents())
+    def probe(doc: dict[str, Any]) -> None:
+        found.append(isinstance(outcome(dump(doc)), Scenario))
+
+    probe()
+    assert any(found) and not all(found)
 
 
 def test_non_utf8_file_is_one_line() -> None:

@@ -41,7 +41,8 @@ import pytest
 
 from harness.db import PARTITION, TOPIC, BrokerUnavailable, Cluster, TopicSpec
 from harness.db.versions import CATALOGUE, KafkaVersion, resolve_version
-from reference_model.generations import GENERATIONS
+from harness.metadata import PartitionView
+from reference_model.generations import GENERATIONS, generation
 from reference_model.scenario import Scenario, ScenarioError
 
 RUN_FOLDER = "hwchaos_run_folder"
@@ -113,10 +114,13 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--hwchaos-kafka: {exc}") from None
     for p in protocols:
-        if p not in GENERATIONS:
+        try:
+            generation(p)  # a generation name, a release number or a catalogue name
+        except ValueError:
             raise pytest.UsageError(
-                f"--hwchaos-protocol: unknown generation {p!r} (known: {', '.join(GENERATIONS)})"
-            )
+                f"--hwchaos-protocol: unknown generation {p!r} (known: {', '.join(GENERATIONS)}, "
+                "or a Kafka release such as 2.0.1)"
+            ) from None
     # Resolved once, against the directory pytest was started in: JVMs run elsewhere.
     out = Path(str(config.getoption("hwchaos_out"))).expanduser()
     if not out.is_absolute():
@@ -458,20 +462,22 @@ class HwchaosCluster:
 
     def leader(self, topic: str = TOPIC) -> str | None:
         """The partition's leader as the controller recorded it (None: offline)."""
-        from harness.metadata.zk import ZkView
-
-        with ZkView(self.cluster.zk_connect()) as zk:
-            view = zk.partition(topic, PARTITION)
+        view = self._view(topic)
         if view is None or view.leader < 0:
             return None
         return self._name(view.leader)
 
     def isr(self, topic: str = TOPIC) -> list[str]:
-        from harness.metadata.zk import ZkView
-
-        with ZkView(self.cluster.zk_connect()) as zk:
-            view = zk.partition(topic, PARTITION)
+        view = self._view(topic)
         return [] if view is None else [self._name(b) for b in view.isr]
+
+    def _view(self, topic: str) -> PartitionView | None:
+        """The controller's record of the partition (ZooKeeper or KRaft metadata)."""
+        meta = self.cluster.metadata()
+        try:
+            return meta.partition(topic, PARTITION)
+        finally:
+            meta.close()
 
     def wait_for_leader(
         self, topic: str = TOPIC, not_: str | None = None, timeout: float = 60.0
@@ -558,10 +564,8 @@ class HwchaosNemesis:
         faults.partition(self.cluster, side_a, side_b)
 
     def _detect(self, name: str) -> None:
-        from harness.metadata.zk import ZkView
-
-        with ZkView(self.cluster.zk_connect()) as zk:
-            zk.expire_registration(self.cluster.brokers[name].broker_id)
+        """What the expiry of its session (ZooKeeper) or a fencing (KRaft) does, now."""
+        self.cluster.declare_dead(name)
 
     def _recovery_point(self, name: str, topic: str = TOPIC) -> int:
         from harness.readback.checkpoints import read_offset_checkpoint

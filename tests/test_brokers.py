@@ -183,5 +183,5 @@ def test_unknown_version_is_one_line(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert res.stderr.strip() == (
         "hwchaos run: unknown Kafka version '9.9.9' (known: 0.10.2.1, 0.11.0.3, 1.1.1, 2.0.1, "
-        "2.1.1, 3.3.1, 3.3.1-ibp0.10)"
+        "2.1.1, 3.3.1, 3.3.1-kraft, 4.0.0, 4.0.0-elr, 3.3.1-ibp0.10)"
     )

@@ -3,7 +3,9 @@
 One table so that the local backend, the Docker backend, the matrix and the report agree on
 what "0.10.2.1" means. A modern ZooKeeper-mode broker pinned to an inter-broker protocol
 below 0.11 replicates with HW truncation, so it is offered as an ``hw`` variant
-(``3.3.1-ibp0.10``).
+(``3.3.1-ibp0.10``). KRaft versions run a controller quorum instead of ZooKeeper
+(``3.3.1-kraft`` from the 3.3.1 tree; ``4.0.0``, which has no ZooKeeper mode); ``4.0.0-elr``
+formats its storage with KIP-966's ``eligible.leader.replicas.version=1``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ class KafkaVersion:
         "--add-opens=java.rmi/sun.rmi.transport=ALL-UNNAMED",
     )
     zk_client_broken_on_java14: bool = False  # ZooKeeper 3.4.13/3.4.14 clients
+    mode: str = "zookeeper"  # zookeeper | kraft
+    # KRaft features set at `kafka-storage format --feature NAME=LEVEL` (e.g. ELR).
+    features: tuple[tuple[str, int], ...] = ()
 
     @property
     def dist_name(self) -> str:
@@ -46,6 +51,15 @@ class KafkaVersion:
     @property
     def epoch_on_disk(self) -> bool:
         return self.message_format == "v2"
+
+    @property
+    def release_tuple(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.release.split("."))
+
+    @property
+    def log4j2(self) -> bool:
+        """4.0 moved to log4j2 (``config/log4j2.yaml``, KIP-653)."""
+        return self.release_tuple >= (4, 0)
 
 
 CATALOGUE: dict[str, KafkaVersion] = {
@@ -64,6 +78,17 @@ CATALOGUE: dict[str, KafkaVersion] = {
             zk_client_broken_on_java14=True,
         ),
         KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2"),
+        KafkaVersion("3.3.1-kraft", "3.3.1", "2.13", "3.3.1-kraft", "v2", mode="kraft"),
+        KafkaVersion("4.0.0", "4.0.0", "2.13", "4.0.0", "v2", mode="kraft"),
+        KafkaVersion(
+            "4.0.0-elr",
+            "4.0.0",
+            "2.13",
+            "4.0.0-elr",
+            "v2",
+            mode="kraft",
+            features=(("eligible.leader.replicas.version", 1),),
+        ),
         KafkaVersion(
             "3.3.1-ibp0.10",
             "3.3.1",

@@ -108,11 +108,10 @@ def play(
         _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
     elapsed = time.perf_counter() - t0
 
-    predicted = pd.DataFrame(prediction.replica_rows(run_id))
-    observed = pd.DataFrame(
-        _observed_rows(run_id, logs),
-        columns=["run_id", "source", "replica", "offset", "epoch", "record"],
-    )
+    columns = ["run_id", "source", "replica", "offset", "epoch", "record"]
+    # every log can end empty (kip966-last-replica-standing without ELR): keep the columns
+    predicted = pd.DataFrame(prediction.replica_rows(run_id), columns=columns)
+    observed = pd.DataFrame(_observed_rows(run_id, logs), columns=columns)
     verdict: Verdict | None = None
     deliveries = finish.get("deliveries", {})
     lost: list[str] = []

@@ -137,9 +137,10 @@ def _settings(config: pytest.Config) -> Settings:
 def unavailable(version: KafkaVersion, backend: str) -> str | None:
     """Why this machine cannot run ``version`` on ``backend``, in one line; None if it can."""
     if backend == "docker":
-        from harness.db.containers import docker_available
+        from harness.db.containers import docker_available, image_for
 
-        return docker_available()
+        reason = docker_available()
+        return reason if reason is not None else _missing_image(image_for(version))
     if shutil.which("java") is None:
         return "no java on PATH (Kafka brokers need a JRE; see `hwchaos doctor`)"
     from harness.db.local import find_tree
@@ -148,6 +149,22 @@ def unavailable(version: KafkaVersion, backend: str) -> str | None:
         find_tree(version)
     except BrokerUnavailable as exc:
         return f"{exc} (`hwchaos kafka install {version.release}` or set HWCHAOS_KAFKA_DISTS)"
+    return None
+
+
+def _missing_image(image: str) -> str | None:
+    """One line when the docker backend's image for a version is not on this daemon."""
+    import docker
+
+    client = docker.from_env(timeout=10)  # type: ignore[attr-defined]
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:  # type: ignore[attr-defined]
+        return f"no image {image} on the Docker daemon (build it: see docker/README.md)"
+    except Exception as exc:  # the SDK raises several unrelated types here
+        return f"cannot inspect image {image}: {str(exc).splitlines()[0][:160]}"
+    finally:
+        client.close()
     return None
 
 

@@ -52,6 +52,7 @@ class Generation:
     isr_join_epoch_start: bool = False  # KAFKA-7128: join ISR only past the epoch start
     truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
     out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
+    truncate_in_fetch: bool = False  # KAFKA-10554: truncation rides on the first Fetch
     hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
     kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
     no_epoch_bump_on_isr_shrink: bool = False  # KAFKA-15021 (KRaft, metadata.version 3.6)
@@ -60,11 +61,6 @@ class Generation:
     unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
     mode: str = "zk"  # zk | kraft
     rules: frozenset[str] = frozenset()
-
-    @property
-    def unclean_election_by_config(self) -> bool:
-        """Whether ``unclean.leader.election.enable`` lets the controller elect uncleanly."""
-        return not self.kraft or self.kraft_unclean_from_config
 
 
 FLAGS = (
@@ -76,6 +72,7 @@ FLAGS = (
     "isr_join_epoch_start",
     "truncate_on_missed_epoch",
     "out_of_range_truncates",
+    "truncate_in_fetch",
     "hw_needs_min_isr",
     "kraft",
     "no_epoch_bump_on_isr_shrink",

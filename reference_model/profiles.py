@@ -127,6 +127,18 @@ RULES: dict[str, Rule] = {
             "tests/test_profiles.py::test_kip320_boundary",
         ),
         Rule(
+            "truncate_in_fetch",
+            "KAFKA-10554 (KIP-595 DivergingEpoch in Fetch)",
+            ("2.8.0",),
+            "kafka.server.AbstractFetcherThread.processFetchRequest (divergingEpoch -> "
+            "truncateOnFetchResponse); ReplicaFetcherThread.isTruncationOnFetchSupported",
+            "the truncation decision rides on the first Fetch: a follower whose log then ends "
+            "at the leader's LEO has fetched, and is back in the ISR, in the same round",
+            needs_ibp="2.7",
+            boundary="scenarios/kip101-scenario1.yaml, "
+            "tests/test_profiles.py::test_kafka_10554_boundary",
+        ),
+        Rule(
             "hw_needs_min_isr",
             "KAFKA-15583",
             ("3.7.0",),

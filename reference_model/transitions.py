@@ -381,7 +381,13 @@ def _leader_epoch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome
         return st, "no OffsetsForLeaderEpoch before 0.11 (truncated to HW on becoming follower)"
     if not _reachable(rep) or not rep.needs_truncation:
         return st, f"{name} has no truncation pending"
-    return _offsets_for_leader_epoch(cfg, st, ev.replica)
+    st, note = _offsets_for_leader_epoch(cfg, st, ev.replica)
+    if cfg.generation.truncate_in_fetch and not st.replicas[ev.replica].needs_truncation:
+        # KAFKA-10554 (2.8): no separate OffsetsForLeaderEpoch round; the truncation is
+        # decided from the first Fetch, which is a fetch like any other (ISR join included)
+        st, fetched = _fetch(cfg, st, ev)
+        note = "; ".join(n for n in (note, "truncated on the first Fetch", fetched) if n)
+    return st, note
 
 
 # ------------------------------------------------------------------- disk and process
@@ -437,7 +443,7 @@ def _power_loss(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         st = _kill(cfg, st, ev.replica, rep)
     else:
         if cfg.generation.unclean_shutdown_detection:
-            rep = rep._replace(unclean_stop=True)  # the marker is not on the durable disk
+            rep = rep._replace(unclean_stop=True)  # the harness removes .kafka_cleanshutdown
         st = _with(st, ev.replica, rep)
     return st._replace(power_losses=st.power_losses + 1), f"unflushed tail lost: {lost} records"
 
@@ -555,12 +561,12 @@ def _elect_event(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     i = ev.replica
     ctrl = st.controller
     name = cfg.brokers[i]
+    if cfg.generation.kraft:
+        return _kraft_elect(cfg, st, ev)
     if ctrl.leader == i:
         return st, f"{name} already leads"
     if i not in ctrl.live:
         return st, f"controller considers {name} dead: cannot elect it"
-    if cfg.generation.kraft:
-        return _kraft_elect(cfg, st, ev)
     if i not in ctrl.isr and not ev.unclean:
         return st, f"{name} is not in the ISR: clean election refused"
     isr = ctrl.isr & ctrl.live | {i} if i in ctrl.isr else frozenset({i})
@@ -742,7 +748,9 @@ def _kraft_register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int
     """A restarted broker registers a new incarnation, then is unfenced.
 
     ``ClusterControlManager.registerBroker``: a new incarnation ends the previous one
-    (``handleBrokerShutdown``), even if the controller never noticed it die. With
+    (``handleBrokerShutdown``, 3.8+), even if the controller never noticed it die; in 3.3
+    to 3.7 the registration is refused (DuplicateBrokerRegistrationException) until the old
+    session expires and the controller fences it, which has the same effect. With
     ``unclean_shutdown_detection`` (KIP-966) a broker without its clean-shutdown marker is
     removed from the ISR *and* the ELR; otherwise it is handled as fenced (ISR only).
     """
@@ -796,8 +804,13 @@ def _kraft_elect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     name = cfg.brokers[i]
     if ev.unclean and ctrl.leader != NO_LEADER:
         return st, "ElectLeaders UNCLEAN: ELECTION_NOT_NEEDED (the partition has a leader)"
-    if not ev.unclean and not (i in ctrl.isr or (not ctrl.isr and i in ctrl.elr)):
-        return st, f"{name} is not in the ISR: preferred election refused"
+    if not ev.unclean:
+        if ctrl.leader == i:
+            return st, f"ElectLeaders PREFERRED: ELECTION_NOT_NEEDED ({name} already leads)"
+        if i not in ctrl.live:
+            return st, f"{name} is fenced or not registered: it cannot be elected"
+        if not (i in ctrl.isr or (not ctrl.isr and i in ctrl.elr)):
+            return st, f"{name} is not in the ISR: preferred election refused"
     st2, note = _kraft_change(
         cfg, st, ctrl.isr, ev.hold, unclean=ev.unclean, prefer=i, what="ElectLeaders"
     )

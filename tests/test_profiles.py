@@ -295,6 +295,17 @@ def test_kafka_7414_boundary() -> None:
     assert outcome(s, off)["outcomes"] == ["broker_halted:B"]
 
 
+def test_kafka_10554_boundary() -> None:
+    """kip101-scenario1 in KRaft 3.x, which ignores unclean.leader.election.enable: before
+    2.8 A only truncates and stays out of the ISR, so B's fencing leaves the partition
+    offline; from 2.8 the truncation rides on a Fetch that puts A back in the ISR, and A is
+    elected cleanly (seen on real 3.3.1-kraft brokers)."""
+    s = cat("kip101-scenario1")
+    assert outcome(s, "3.3.1-kraft")["leader"] == "A"
+    off = with_rule(generation("3.3.1-kraft"), "truncate_in_fetch", False)
+    assert outcome(s, off)["leader"] is None
+
+
 def test_kip320_boundary() -> None:
     s = cat("kip320-zombie-follower")
     assert outcome(s, "2.0.1")["lost_acked"] == ["m3"]
@@ -403,6 +414,7 @@ def test_cli_model_explain_names_rules_and_references(capsys: pytest.CaptureFixt
     scen = str(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
     assert cli_main(["model", scen, "--kafka", "4.0.0-elr", "--explain", "--json"]) == 0
     j = json.loads(capsys.readouterr().out)
+    assert {r["rule"] for r in j["profile"]} == set(j["rules"])
     by_event = {s["event"]: {r["rule"]: r for r in s["rules"]} for s in j["explain"]}
     assert by_event["restart A"]["unclean_shutdown_detection"]["change"].startswith("KIP-966")
     assert by_event["restart C"]["elr"]["in_profile"]
@@ -419,3 +431,38 @@ def test_cli_rejects_unknown_version_in_one_line(capsys: pytest.CaptureFixture[s
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "not a Kafka release" in err and "5.0.0" in err
+
+
+def elect(replica: int, unclean: bool) -> Event:
+    return Event("elect", replica, unclean=unclean)
+
+
+def test_kraft_unclean_election_only_through_elect_leaders() -> None:
+    """3.3-3.8 KRaft: the config is ignored, ElectLeaders UNCLEAN (kafka-leader-election.sh
+    --election-type unclean) elects a live replica of a leaderless partition."""
+    steps = [
+        E("produce", record="m1"),
+        E("fetch", B),
+        E("fetch", B),
+        E("crash", B),
+        E("detect", B),  # ISR {A}
+        E("produce", record="m2"),  # acks=1: acknowledged by A alone
+        E("crash", A),
+        E("detect", A),  # offline, A stays the last ISR member
+        E("restart", B),
+    ]
+    s = ordering(steps)
+    offline = outcome(s, "3.3.1-kraft")
+    assert offline["leader"] is None and offline["isr"] == ["A"]
+    forced = outcome(ordering([*steps, elect(B, True)]), "3.3.1-kraft")
+    assert (forced["leader"], forced["isr"], forced["lost_acked"]) == ("B", ["B"], ["m2"])
+    # With a leader, ElectLeaders UNCLEAN is ELECTION_NOT_NEEDED.
+    again = run_scenario(ordering([*steps, elect(B, True), elect(A, True)]), "3.3.1-kraft")
+    assert "ELECTION_NOT_NEEDED" in again.steps[-1].notes[0]
+    assert again.to_json()["leader"] == "B"
+
+
+def test_kraft_preferred_election_moves_leadership_within_the_isr() -> None:
+    s = ordering([E("produce", record="m1"), E("fetch", B), E("fetch", B), elect(B, False)])
+    j = outcome(s, "4.0.0")
+    assert (j["leader"], j["leader_epoch"], j["isr"]) == ("B", 1, ["A", "B"])

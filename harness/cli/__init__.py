@@ -56,9 +56,12 @@ def cmd_model(args: argparse.Namespace) -> int:
     result = run_scenario(scenario, args.kafka or args.protocol)
     if args.explain:
         from reference_model.explain import explain_json, format_explain
+        from reference_model.profiles import describe_rules
 
         if args.json:
-            print(json.dumps({**result.to_json(), "explain": explain_json(result)}, indent=2))
+            rules = describe_rules(result.config.generation)
+            out = {**result.to_json(), "profile": rules, "explain": explain_json(result)}
+            print(json.dumps(out, indent=2))
         else:
             print(format_table(result))
             print()

@@ -20,7 +20,7 @@ class KafkaVersion:
     name: str  # what users type: 0.10.2.1, 3.3.1, 3.3.1-ibp0.10
     release: str  # the Apache release it runs
     scala: str
-    generation: str  # reference-model protocol generation
+    generation: str  # reference-model profile (reference_model.generations.generation)
     message_format: str  # v1 (no leader epoch on disk) or v2
     broker_props: dict[str, str] = field(default_factory=dict)
     # Java 17 needs these for brokers of every era (sun.nio.ch access from the network layer).
@@ -65,19 +65,19 @@ class KafkaVersion:
 CATALOGUE: dict[str, KafkaVersion] = {
     v.name: v
     for v in (
-        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "hw", "v1"),
-        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2"),
-        KafkaVersion("1.1.1", "1.1.1", "2.11", "kip101", "v2"),
-        KafkaVersion("2.0.1", "2.0.1", "2.11", "kip279", "v2"),
+        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "0.10.2.1", "v1"),
+        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "0.11.0.3", "v2"),
+        KafkaVersion("1.1.1", "1.1.1", "2.11", "1.1.1", "v2"),
+        KafkaVersion("2.0.1", "2.0.1", "2.11", "2.0.1", "v2"),
         KafkaVersion(
             "2.1.1",
             "2.1.1",
             "2.11",
-            "kip320",
+            "2.1.1",
             "v2",
             zk_client_broken_on_java14=True,
         ),
-        KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2"),
+        KafkaVersion("3.3.1", "3.3.1", "2.13", "3.3.1", "v2"),
         KafkaVersion("3.3.1-kraft", "3.3.1", "2.13", "3.3.1-kraft", "v2", mode="kraft"),
         KafkaVersion("4.0.0", "4.0.0", "2.13", "4.0.0", "v2", mode="kraft"),
         KafkaVersion(
@@ -93,7 +93,7 @@ CATALOGUE: dict[str, KafkaVersion] = {
             "3.3.1-ibp0.10",
             "3.3.1",
             "2.13",
-            "hw",
+            "3.3.1-ibp0.10",
             "v1",
             broker_props={
                 "inter.broker.protocol.version": "0.10.2",

@@ -48,6 +48,10 @@ LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
 LAI_DONE = re.compile(r"(?i)(completed|ignoring) LeaderAndIsr request")
 # The controller's log of LeaderAndIsr sent: one line per request (3.x) or per partition
 # (0.10-2.x); test brokers host one partition, so either counts requests.
+# KRaft (and 3.x ZooKeeper) brokers: Partition.makeLeader / makeFollower, per partition.
+STARTS_AT_EPOCH = re.compile(
+    rf"(?:Leader|Follower) {TOPIC}-{PARTITION} (?:with topic id \S+ )?starts at leader epoch (\d+)"
+)
 LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) with")
 LAI_SENT_PARTITION = re.compile(
     r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
@@ -350,7 +354,7 @@ class Playbook:
             return 0
         return path.read_text(errors="replace").count("Truncating")
 
-    def _caught_up(self, name: str, truncations_before: int) -> None:
+    def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
 
         Equal LEOs alone are not enough from 0.11 on: a follower that still has to truncate
@@ -364,17 +368,32 @@ class Playbook:
         if lead is None or lead in self.down or lead == name:
             return
 
+        stable = [0]
+
         def done() -> bool:
+            # The truncation count is read before the logs, and a divergent-but-equal-length
+            # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
+            # cuts the log and fetches on, so one read can fall between the two.
+            truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
+                stable[0] = 0
                 return False
             if [r for _, _, r in mine] == [r for _, _, r in theirs]:
                 return True
-            return not self.version.epoch_on_disk or self._truncations(name) > truncations_before
+            if not self.version.epoch_on_disk:
+                return True
+            stable[0] = stable[0] + 1 if truncated else 0
+            return stable[0] >= 2
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
+        # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
+        # min.insync.replicas: never wait past what the model says the leader's HW is.
+        st = self.prediction.steps[k].state
+        if 0 <= st.controller.leader < len(self.names) and self.names[st.controller.leader] == lead:
+            settled = min(settled, st.replicas[st.controller.leader].hw)
         wait_until(
             lambda: self.leader_hw() >= settled,
             f"leader HW to reach {settled}",
@@ -407,7 +426,7 @@ class Playbook:
         before = self._truncations(name)
         self._release(name)
         try:
-            self._caught_up(name, before)
+            self._caught_up(name, before, k)
             note = self._isr_joined(k, name)
         finally:
             self._hold(name)
@@ -529,10 +548,17 @@ class Playbook:
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         if ev.replica in before.controller.live:
+            why = (
+                "a KRaft controller refuses the new registration while the old heartbeat "
+                "session lives (DuplicateBrokerRegistrationException) and registers it with "
+                "a new broker epoch afterwards"
+                if self.kraft
+                else "a ZooKeeper-mode controller sees every bounce (the old session must "
+                f"expire before {name} can register again)"
+            )
             raise StepPrevented(
-                f"step {k}: restart {name} before the controller noticed its failure: a "
-                f"ZooKeeper-mode controller sees every bounce (the old session must expire "
-                f"before {name} can register again); add 'detect: {name}' before it"
+                f"step {k}: restart {name} before the controller noticed its failure: {why}; "
+                f"add 'detect: {name}' before it"
             )
         if name not in self.down:
             return f"{name} is already running"
@@ -625,12 +651,25 @@ class Playbook:
         v = self.view()
         host, port = self.cluster.broker_address(name)
         seen = partition_view(host, port, TOPIC, PARTITION, self.ids[name])
-        return (
+        if not (
             seen is not None
             and seen.leader == v.leader
             and seen.leader_epoch == v.leader_epoch
             and seen.isr == v.isr
-        )
+        ):
+            return False
+        # The metadata cache is published before ReplicaManager.applyDelta runs: wait for
+        # Partition.makeLeader/makeFollower to log the epoch too (its epoch cache is then
+        # written), unless the partition is offline.
+        return v.leader < 0 or self._replica_epoch(name) == v.leader_epoch
+
+    def _replica_epoch(self, name: str) -> int:
+        """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
+        path = self.cluster.state_change_log(name)
+        if path is None or not path.exists():
+            return -1
+        found = STARTS_AT_EPOCH.findall(path.read_text(errors="replace"))
+        return int(found[-1]) if found else -1
 
     def _lai_settled(self, name: str) -> None:
         """Fence: the broker processed every LeaderAndIsr the controller sent it."""

@@ -16,10 +16,10 @@ after every struct, nested array elements included.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
-import uuid
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -89,6 +89,11 @@ def schemas_for_tree(tree: Path) -> dict[int, Schema]:
     return load_schemas(jars[0])
 
 
+def kafka_uuid(raw: bytes) -> str:
+    """A Uuid as Kafka prints it (``Uuid.toString``): base64url without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
 class _Buf:
     def __init__(self, data: bytes) -> None:
         self.data = data
@@ -133,7 +138,7 @@ def _default(field: dict[str, Any]) -> Any:
     if t in _FIXED:
         return int(d, 0) if isinstance(d, str) else (d if d is not None else 0)
     if t == "uuid":
-        return str(uuid.UUID(int=0))
+        return kafka_uuid(bytes(16))
     return d if d is not None else ""
 
 
@@ -147,7 +152,7 @@ def _value(buf: _Buf, t: str, field: dict[str, Any], version: int) -> Any:
     if t in _FIXED:
         return buf.fixed(_FIXED[t])
     if t == "uuid":
-        return str(uuid.UUID(bytes=buf.raw(16)))
+        return kafka_uuid(buf.raw(16))
     if t in ("string", "bytes", "records"):
         n = buf.uvarint() - 1
         if n < 0:

@@ -103,8 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "broker: needs real Kafka brokers (hwchaos)")
     config.addinivalue_line(
         "markers",
-        "hwchaos(version='3.3.1', brokers=3): Kafka version and size of the hwchaos_cluster "
-        "fixture",
+        "hwchaos(version='3.3.1', brokers=3, network=False): Kafka version and size of the "
+        "hwchaos_cluster fixture; network=True puts each node in its own network namespace",
     )
     versions = _split(config.getoption("hwchaos_kafka"))
     protocols = _split(config.getoption("hwchaos_protocol"))
@@ -574,11 +574,29 @@ class HwchaosNemesis:
         """Start a stopped or crashed broker again (same id, port and data dir)."""
         self.cluster.start_broker(name)
 
-    def partition(self, side_a: list[str], side_b: list[str]) -> None:
-        """Cut the network between two groups of brokers (where the backend can)."""
+    def partition(
+        self, src: str | list[str], dst: str | list[str], direction: str = "both"
+    ) -> list[tuple[str, str]]:
+        """Cut the links src -> dst (and back unless ``one-way``): every packet dropped.
+
+        Needs ``@pytest.mark.hwchaos(..., network=True)`` (local backend, root): each node
+        then runs in its own network namespace. Peers: broker names, ``controller``,
+        ``zookeeper``, ``client`` (the test's own clients)."""
         from harness.nemesis import faults
 
-        faults.partition(self.cluster, side_a, side_b)
+        return faults.partition(self.cluster, src, dst, direction)  # type: ignore[arg-type]
+
+    def isolate(self, name: str) -> list[tuple[str, str]]:
+        """Cut ``name`` from every other node; the test's clients still reach it."""
+        from harness.nemesis import faults
+
+        return faults.isolate(self.cluster, name)
+
+    def heal(self) -> list[tuple[str, str]]:
+        """Restore every cut link."""
+        from harness.nemesis import faults
+
+        return faults.heal(self.cluster)
 
     def _detect(self, name: str) -> None:
         """What the expiry of its session (ZooKeeper) or a fencing (KRaft) does, now."""
@@ -596,7 +614,7 @@ class HwchaosNemesis:
 Readback = Callable[..., dict[str, list[tuple[int, int, str]]]]
 
 
-def _marker_args(request: pytest.FixtureRequest) -> tuple[str, int]:
+def _marker_args(request: pytest.FixtureRequest) -> tuple[str, int, bool]:
     marker = request.node.get_closest_marker("hwchaos")
     kwargs = dict(marker.kwargs) if marker is not None else {}
     versions = _settings(request.config).versions
@@ -604,13 +622,13 @@ def _marker_args(request: pytest.FixtureRequest) -> tuple[str, int]:
     brokers = int(kwargs.get("brokers", DEFAULT_BROKERS))
     if not 1 <= brokers <= 5:
         raise pytest.UsageError(f"@pytest.mark.hwchaos: brokers must be 1..5, got {brokers}")
-    return version, brokers
+    return version, brokers, bool(kwargs.get("network", False))
 
 
 @pytest.fixture
 def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
     """A started cluster (ZooKeeper, a controller broker, N replica brokers A, B, C...)."""
-    name, size = _marker_args(request)
+    name, size, network = _marker_args(request)
     try:
         version = resolve_version(name)
     except ValueError as exc:
@@ -619,6 +637,12 @@ def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
     reason = unavailable(version, settings.backend)
     if reason is not None:
         pytest.skip(reason)
+    if network:
+        from harness.nemesis.network import network_available
+
+        why = network_available()
+        if settings.backend != "local" or why is not None:
+            pytest.skip(f"network partitions: {why or 'the fixture needs the local backend'}")
     from harness.generator.runner import make_cluster
 
     names = [chr(ord("A") + i) for i in range(size)]
@@ -626,7 +650,12 @@ def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
     run_id = f"{test}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
     workdir = _unique(settings.out / "fixtures" / run_id)
     request.node.user_properties.append((RUN_FOLDER, str(workdir)))
-    cluster = make_cluster(version, settings.backend, names, workdir, run_id)
+    if network:
+        from harness.db.local import LocalCluster
+
+        cluster: Cluster = LocalCluster(version, names, workdir, network=True)
+    else:
+        cluster = make_cluster(version, settings.backend, names, workdir, run_id)
     try:
         cluster.start()
         yield HwchaosCluster(cluster, version, names)

@@ -117,3 +117,15 @@ def test_acks_all_keeps_every_acknowledged_write_through_a_leader_crash(
     producer.flush(60)
     survivor = hwchaos_readback("orders")[hwchaos_cluster.wait_for_leader("orders", not_=leader)]
     assert len(acked) == 200 and {a.decode() for a in acked} <= {r for _, _, r in survivor}
+
+
+@pytest.mark.hwchaos(version="3.3.1", brokers=2, network=True)
+def test_fixture_partitions_and_heals_links_between_brokers(
+    hwchaos_cluster: HwchaosCluster, hwchaos_nemesis: HwchaosNemesis
+) -> None:
+    """network=True: every node in its own namespace (root); skipped with the reason if not."""
+    leader = hwchaos_cluster.create_topic("t")
+    cut = hwchaos_nemesis.partition("A", "B")
+    assert ("A", "B") in cut and ("B", "A") in cut, cut
+    assert sorted(hwchaos_nemesis.heal()) == sorted(cut)
+    assert hwchaos_cluster.leader("t") == leader

@@ -145,6 +145,8 @@ PASSTHROUGH = {
     "analyze": ("harness.analysis.cli", "PySpark analysis of a results folder"),
     "matrix": ("harness.cli.matrix", "scenarios x versions x configs, resumable"),
     "advise": ("harness.cli.advise", "which failure orderings lose acked writes under settings"),
+    "kafka": ("harness.cli.kafka", "install Kafka release trees (download, verify) or list them"),
+    "doctor": ("harness.cli.doctor", "what this machine can run, and what to do when it cannot"),
 }
 
 

@@ -31,6 +31,7 @@ from harness.db import (
     kafka_dists,
 )
 from harness.db.kafka_config import render
+from harness.db.process import spawn
 from harness.db.versions import KafkaVersion
 from harness.nemesis.network import RunNetwork
 
@@ -39,19 +40,31 @@ _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", 
 
 
 def find_tree(version: KafkaVersion, dists: Path | None = None) -> Path:
-    """The release tree for ``version``, or BrokerUnavailable with a one-line reason."""
-    root = dists or kafka_dists()
-    if root is None:
+    """The release tree for ``version``, or BrokerUnavailable with a one-line reason.
+
+    Looks in ``dists`` if given, else in $HWCHAOS_KAFKA_DISTS and then in the cache
+    ``hwchaos kafka install`` fills. The path is absolute: JVMs run with another cwd.
+    """
+    from harness.db.dists import cache_dir
+
+    roots = [dists] if dists is not None else [r for r in (kafka_dists(), cache_dir()) if r]
+    roots = list(dict.fromkeys(r for r in roots if r.is_dir())) or roots[:1]
+    if not roots:
         raise BrokerUnavailable(
-            "no Kafka release trees: set HWCHAOS_KAFKA_DISTS (default /opt/kafka-dists)"
+            "no Kafka release trees: set HWCHAOS_KAFKA_DISTS (default /opt/kafka-dists) "
+            "or run `hwchaos kafka install VERSION`"
         )
-    tree = root / version.dist_name
-    if not tree.is_dir():
-        raise BrokerUnavailable(f"no {version.dist_name} under {root}")
+    for root in roots:
+        tree = root / version.dist_name
+        if tree.is_dir():
+            break
+    else:
+        where = " or ".join(str(r) for r in roots)
+        raise BrokerUnavailable(f"no {version.dist_name} under {where}")
     core = tree / "libs" / f"{version.dist_name}.jar"
     if not core.is_file():
         raise BrokerUnavailable(f"{tree} lacks its core jar libs/{core.name}")
-    return tree
+    return tree.resolve()
 
 
 def classpath(tree: Path) -> str:
@@ -144,14 +157,8 @@ class LocalCluster(Cluster):
         cmd = self._java(main_class, [str(path)], name)
         if self.network is not None:
             cmd = self.network.wrap(name, cmd)
-        self._procs[name] = subprocess.Popen(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: Ctrl-C reaches only us
-            cwd=self.workdir / name,
-        )
+        # Its own process group (Ctrl-C reaches only us), SIGKILLed if the harness dies.
+        self._procs[name] = spawn(cmd, stdout=out, cwd=self.workdir / name)
         self._write_pids()
 
     def run_tool(

@@ -42,6 +42,29 @@ class ScenarioError(ValueError):
 
 
 @dataclass(frozen=True)
+class Expect:
+    """What a scenario file says must happen (``expect:``), checked by the pytest plugin.
+
+    Each part is optional (None: not checked). ``replicas`` gives every named replica's
+    final log as its records in offset order.
+    """
+
+    lost_acked: tuple[str, ...] | None = None
+    divergent_offsets: tuple[int, ...] | None = None
+    replicas: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+
+    def to_document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        if self.lost_acked is not None:
+            doc["lost_acked"] = list(self.lost_acked)
+        if self.divergent_offsets is not None:
+            doc["divergent_offsets"] = list(self.divergent_offsets)
+        if self.replicas is not None:
+            doc["replicas"] = {n: list(r) for n, r in self.replicas}
+        return doc
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A validated scenario: topic/producer settings plus its ordered steps."""
 
@@ -58,6 +81,7 @@ class Scenario:
     records_per_produce: int = 1
     rf_flexible: bool = False  # brokers not listed: steps use aliases, --rf may grow it
     raw_steps: tuple[str, ...] = field(default=())  # each step as written, for reports
+    expect: Expect | None = None  # the file's ``expect:`` block (pytest plugin checks it)
 
     def config(self, gen: Generation | str) -> Config:
         g = generation(gen) if isinstance(gen, str) else gen
@@ -118,25 +142,56 @@ class Scenario:
         return s
 
 
+def _show(value: Any) -> str:
+    """A value for an error message: scalars as written, containers by kind only.
+
+    ``repr`` of a YAML document built from aliases can be exponentially large (nested
+    ``*a`` references), so a one-line message never prints a container.
+    """
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value if len(value) <= 40 else value[:40] + "...")
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+def _keys(keys: Any) -> str:
+    return "[" + ", ".join(_show(k) for k in sorted(keys, key=str)) + "]"
+
+
+def _scalar(value: Any, where: str, what: str) -> str:
+    """A name or record id: a string or number, never a container."""
+    if value is None or isinstance(value, Mapping | list | tuple | set | bytes):
+        raise ScenarioError(f"{where}: {what} must be a name, got {_show(value)}")
+    text = str(value)
+    if not text.strip():
+        raise ScenarioError(f"{where}: {what} must not be empty")
+    return text
+
+
 def _default_names(n: int) -> list[str]:
     return [chr(ord("A") + i) for i in range(n)]
 
 
 def _parse_acks(value: Any, source: str) -> str:
-    key = str(value).strip().lower()
+    key = str(value).strip().lower() if isinstance(value, str | int) else ""
     if key not in _ACKS:
-        raise ScenarioError(f"{source}: producer.acks must be 0, 1 or all, got {value!r}")
+        raise ScenarioError(f"{source}: producer.acks must be 0, 1 or all, got {_show(value)}")
     return _ACKS[key]
 
 
 def _broker(value: Any, brokers: tuple[str, ...], where: str, alias_ok: bool = True) -> int:
-    name = str(value)
+    name = _scalar(value, where, "a broker")
     if alias_ok and name in _ALIAS_INDEX:
         return _ALIAS_INDEX[name]
     if name not in brokers:
         extra = f" or one of {', '.join(ALIASES)}" if alias_ok else ""
         raise ScenarioError(
-            f"{where}: unknown broker {name!r} (brokers: {', '.join(brokers)}{extra})"
+            f"{where}: unknown broker {_show(name)} (brokers: {', '.join(brokers)}{extra})"
         )
     return brokers.index(name)
 
@@ -145,9 +200,9 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
     if not isinstance(raw, Mapping) or len(raw) != 1:
         raise ScenarioError(f"{where}: a step is a mapping with one key, e.g. 'crash: B'")
     ((kind, arg),) = raw.items()
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         valid = ", ".join(sorted(KINDS))
-        raise ScenarioError(f"{where}: unknown event {kind!r} (valid: {valid})")
+        raise ScenarioError(f"{where}: unknown event {_show(kind)} (valid: {valid})")
     takes_replica, takes_record, takes_value, _ = KINDS[kind]
     if kind == "produce":
         if isinstance(arg, Mapping):
@@ -155,10 +210,10 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
             if unknown or "record" not in arg:
                 raise ScenarioError(f"{where}: produce takes a record id or {{record, to}}")
             to = _broker(arg["to"], brokers, where, alias_ok=False) if "to" in arg else -1
-            return Event("produce", replica=to, record=str(arg["record"]))
+            return Event("produce", replica=to, record=_scalar(arg["record"], where, "record"))
         if arg is None or isinstance(arg, list | dict) or str(arg).strip() == "":
             raise ScenarioError(f"{where}: produce needs a record id, e.g. 'produce: m1'")
-        return Event("produce", record=str(arg))
+        return Event("produce", record=_scalar(arg, where, "record"))
     hold: frozenset[int] = frozenset()
     unclean = False
     value = -1
@@ -166,12 +221,17 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
         allowed = {"broker", "hold", "unclean", "hw"}
         unknown = set(arg) - allowed
         if unknown:
-            raise ScenarioError(f"{where}: {kind}: unknown keys {sorted(unknown)}")
+            raise ScenarioError(f"{where}: {kind}: unknown keys {_keys(unknown)}")
         if "broker" not in arg:
             raise ScenarioError(f"{where}: {kind}: missing 'broker'")
         target = _broker(arg["broker"], brokers, where)
-        hold = frozenset(_broker(b, brokers, where, alias_ok=False) for b in arg.get("hold", []))
-        unclean = bool(arg.get("unclean", False))
+        held = arg.get("hold", [])
+        if not isinstance(held, list):
+            raise ScenarioError(f"{where}: {kind}: 'hold' must be a list of brokers")
+        hold = frozenset(_broker(b, brokers, where, alias_ok=False) for b in held)
+        unclean = arg.get("unclean", False)
+        if not isinstance(unclean, bool):
+            raise ScenarioError(f"{where}: {kind}: 'unclean' must be true or false")
         if "hw" in arg:
             if not takes_value:
                 raise ScenarioError(f"{where}: {kind} takes no 'hw'")
@@ -189,7 +249,7 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
 
 def _int(value: Any, where: str, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ScenarioError(f"{where}: {what} must be a non-negative integer, got {value!r}")
+        raise ScenarioError(f"{where}: {what} must be a non-negative integer, got {_show(value)}")
     return value
 
 
@@ -197,10 +257,20 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
     """Validate a loaded scenario document; ``source`` names it in every error."""
     if not isinstance(doc, Mapping):
         raise ScenarioError(f"{source}: a scenario is a mapping with 'steps'")
-    known = {"name", "description", "fixed_by", "brokers", "leader", "topic", "producer", "steps"}
+    known = {
+        "name",
+        "description",
+        "fixed_by",
+        "brokers",
+        "leader",
+        "topic",
+        "producer",
+        "steps",
+        "expect",
+    }
     unknown = set(doc) - known
     if unknown:
-        raise ScenarioError(f"{source}: unknown top-level keys {sorted(unknown)}")
+        raise ScenarioError(f"{source}: unknown top-level keys {_keys(unknown)}")
     topic = doc.get("topic") or {}
     producer = doc.get("producer") or {}
     if not isinstance(topic, Mapping) or not isinstance(producer, Mapping):
@@ -215,12 +285,15 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
             raise ScenarioError(f"{source}: duplicate broker names in {list(brokers)}")
         if rf is not None and rf != len(brokers):
             raise ScenarioError(
-                f"{source}: topic.replication_factor {rf} != {len(brokers)} brokers listed"
+                f"{source}: topic.replication_factor {_show(rf)} != {len(brokers)} brokers listed"
             )
     else:
         if rf is None:
             raise ScenarioError(f"{source}: give 'brokers' or topic.replication_factor")
-        brokers = tuple(_default_names(_int(rf, source, "topic.replication_factor")))
+        n = _int(rf, source, "topic.replication_factor")
+        if not 1 <= n <= 5:
+            raise ScenarioError(f"{source}: 1 to 5 brokers supported, got {n}")
+        brokers = tuple(_default_names(n))
     if not 1 <= len(brokers) <= 5:
         raise ScenarioError(f"{source}: 1 to 5 brokers supported, got {len(brokers)}")
     for b in brokers:
@@ -246,11 +319,12 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
     dup = {r for r in records if records.count(r) > 1}
     if dup:
         raise ScenarioError(f"{source}: record ids must be unique, repeated: {sorted(dup)}")
+    expect = _parse_expect(doc.get("expect"), brokers, source) if "expect" in doc else None
     return Scenario(
-        name=str(doc.get("name", source)),
+        name=_text(doc, "name", source) or source,
         source=source,
-        description=str(doc.get("description", "")).strip(),
-        fixed_by=str(doc.get("fixed_by", "")),
+        description=_text(doc, "description", source).strip(),
+        fixed_by=_text(doc, "fixed_by", source),
         brokers=brokers,
         leader=leader,
         acks=acks,
@@ -259,7 +333,54 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
         steps=tuple(steps),
         rf_flexible="brokers" not in doc,
         raw_steps=tuple(_raw_text(r) for r in steps_raw),
+        expect=expect,
     )
+
+
+def _text(doc: Mapping[str, Any], key: str, source: str) -> str:
+    value = doc.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, Mapping | list):
+        raise ScenarioError(f"{source}: '{key}' must be text, got {_show(value)}")
+    return str(value)
+
+
+def _parse_expect(raw: Any, brokers: tuple[str, ...], source: str) -> Expect:
+    """``expect: {lost_acked: [m2], divergent_offsets: [1], replicas: {A: [m1, m2]}}``."""
+    where = f"{source}: expect"
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(f"{where}: a mapping of lost_acked, divergent_offsets, replicas")
+    unknown = set(raw) - {"lost_acked", "divergent_offsets", "replicas"}
+    if unknown:
+        raise ScenarioError(f"{where}: unknown keys {_keys(unknown)}")
+    lost: tuple[str, ...] | None = None
+    if "lost_acked" in raw:
+        items = raw["lost_acked"] if raw["lost_acked"] is not None else []
+        if not isinstance(items, list):
+            raise ScenarioError(f"{where}.lost_acked: a list of record ids")
+        lost = tuple(sorted(_scalar(r, where, "lost_acked entry") for r in items))
+    div: tuple[int, ...] | None = None
+    if "divergent_offsets" in raw:
+        items = raw["divergent_offsets"] if raw["divergent_offsets"] is not None else []
+        if not isinstance(items, list):
+            raise ScenarioError(f"{where}.divergent_offsets: a list of offsets")
+        div = tuple(sorted(_int(o, where, "divergent offset") for o in items))
+    reps: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    if "replicas" in raw:
+        logs = raw["replicas"]
+        if not isinstance(logs, Mapping):
+            raise ScenarioError(f"{where}.replicas: a mapping broker -> list of record ids")
+        entries = []
+        for name, recs in logs.items():
+            b = _broker(name, brokers, f"{where}.replicas", alias_ok=False)
+            if recs is None:
+                recs = []
+            if not isinstance(recs, list):
+                raise ScenarioError(f"{where}.replicas.{brokers[b]}: a list of record ids")
+            entries.append((brokers[b], tuple(_scalar(r, where, "record") for r in recs)))
+        reps = tuple(sorted(entries))
+    return Expect(lost, div, reps)
 
 
 def _raw_text(raw: Mapping[str, Any]) -> str:
@@ -305,4 +426,6 @@ def to_document(s: Scenario) -> dict[str, Any]:
     }
     if s.fixed_by:
         doc["fixed_by"] = s.fixed_by
+    if s.expect is not None:
+        doc["expect"] = s.expect.to_document()
     return doc

@@ -146,6 +146,8 @@ PASSTHROUGH = {
     "matrix": ("harness.cli.matrix", "scenarios x versions x configs, resumable"),
     "advise": ("harness.cli.advise", "which failure orderings lose acked writes under settings"),
     "replay": ("harness.cli.replay", "explain an incident from broker logs (timeline, scenario)"),
+    "kafka": ("harness.cli.kafka", "install Kafka release trees (download, verify) or list them"),
+    "doctor": ("harness.cli.doctor", "what this machine can run, and what to do when it cannot"),
 }
 
 

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
     p.add_argument("--records", default="1", help="records per produce step")
     args = p.parse_args(argv)
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
         planned = list(cells(args))
     except (ScenarioError, ValueError) as exc:

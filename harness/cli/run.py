@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--records", type=int)
     args = p.parse_args(argv)
+    # Resolved once, here: brokers and ZooKeeper run with their own dir as cwd, so a relative
+    # run folder would name a different place in their config files.
+    out_dir = Path(args.out).resolve()
     try:
         version = resolve_version(args.kafka)
     except ValueError as exc:
@@ -38,11 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         from harness.db.local import kill_leftovers
 
         # A harness that was itself killed leaves its JVMs; their pids are in pids.json.
-        stale = sum(kill_leftovers(p.parent) for p in Path(args.out).glob("*/cluster/pids.json"))
+        stale = sum(kill_leftovers(p.parent) for p in out_dir.glob("*/cluster/pids.json"))
         if stale:
             print(f"hwchaos run: killed {stale} JVMs left by an earlier run", file=sys.stderr)
     run_id = f"{scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
-    folder = Path(args.out) / run_id
+    folder = out_dir / run_id
     try:
         info, _pred, verdict = play(
             scenario,

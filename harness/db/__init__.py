@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from harness.db.modes import Mode
     from harness.db.versions import KafkaVersion
     from harness.metadata import MetadataView
+    from harness.nemesis.network import Partitions
 
 CONTROLLER = "controller"
 TOPIC = "hwchaos"
@@ -92,6 +93,7 @@ class Cluster(ABC):
     brokers: dict[str, BrokerSpec]
     nodes: dict[str, BrokerSpec]
     workdir: Path
+    network: Partitions | None = None  # cuts links between nodes; None: this runtime cannot
 
     # ------------------------------------------------------------------ runtime capabilities
 
@@ -163,9 +165,13 @@ class Cluster(ABC):
         """Where clients bootstrap (the mode decides: a broker no fault touches, or all)."""
         return self.mode.bootstrap(self)
 
+    def node_address(self, name: str) -> tuple[str, int]:
+        """Where the harness reaches node ``name`` (a broker, a controller, ZooKeeper)."""
+        return ("127.0.0.1", self.nodes[name].port)
+
     def broker_address(self, name: str) -> tuple[str, int]:
         """Where the harness reaches broker ``name`` directly."""
-        return ("127.0.0.1", self.brokers[name].port)
+        return self.node_address(name)
 
     def log_dir(self, name: str) -> Path:
         """Broker ``name``'s log.dirs entry: where the checkpoint files live."""

@@ -1,4 +1,8 @@
-"""The ``local`` backend: ZooKeeper and brokers as JVM processes on 127.0.0.1.
+"""The ``local`` backend: ZooKeeper, controllers and brokers as JVM processes on 127.0.0.1.
+
+With ``network=True`` (root only) every node runs in its own network namespace on a private
+subnet instead (harness.nemesis.network), listening on its own address, so the nemesis can
+cut links between them; the harness stays in the root namespace and reaches every node.
 
 Kafka comes from release trees on disk under their official names
 (``$HWCHAOS_KAFKA_DISTS/kafka_2.11-0.10.2.1``, ...). The JVM is started directly rather than
@@ -27,26 +31,40 @@ from harness.db import (
     kafka_dists,
 )
 from harness.db.kafka_config import render
+from harness.db.process import spawn
 from harness.db.versions import KafkaVersion
+from harness.nemesis.network import RunNetwork
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", "-test-sources")
 
 
 def find_tree(version: KafkaVersion, dists: Path | None = None) -> Path:
-    """The release tree for ``version``, or BrokerUnavailable with a one-line reason."""
-    root = dists or kafka_dists()
-    if root is None:
+    """The release tree for ``version``, or BrokerUnavailable with a one-line reason.
+
+    Looks in ``dists`` if given, else in $HWCHAOS_KAFKA_DISTS and then in the cache
+    ``hwchaos kafka install`` fills. The path is absolute: JVMs run with another cwd.
+    """
+    from harness.db.dists import cache_dir
+
+    roots = [dists] if dists is not None else [r for r in (kafka_dists(), cache_dir()) if r]
+    roots = list(dict.fromkeys(r for r in roots if r.is_dir())) or roots[:1]
+    if not roots:
         raise BrokerUnavailable(
-            "no Kafka release trees: set HWCHAOS_KAFKA_DISTS (default /opt/kafka-dists)"
+            "no Kafka release trees: set HWCHAOS_KAFKA_DISTS (default /opt/kafka-dists) "
+            "or run `hwchaos kafka install VERSION`"
         )
-    tree = root / version.dist_name
-    if not tree.is_dir():
-        raise BrokerUnavailable(f"no {version.dist_name} under {root}")
+    for root in roots:
+        tree = root / version.dist_name
+        if tree.is_dir():
+            break
+    else:
+        where = " or ".join(str(r) for r in roots)
+        raise BrokerUnavailable(f"no {version.dist_name} under {where}")
     core = tree / "libs" / f"{version.dist_name}.jar"
     if not core.is_file():
         raise BrokerUnavailable(f"{tree} lacks its core jar libs/{core.name}")
-    return tree
+    return tree.resolve()
 
 
 def classpath(tree: Path) -> str:
@@ -74,7 +92,9 @@ class LocalCluster(Cluster):
         dists: Path | None = None,
         startup_timeout: float = 90.0,
         controllers: int = 1,
+        network: bool = False,
     ) -> None:
+        """``network``: each node in its own network namespace, so links can be cut."""
         from harness.db.modes import make_mode
 
         self.version = version
@@ -89,6 +109,8 @@ class LocalCluster(Cluster):
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: dict[str, IO[bytes]] = {}
         self._closed = False
+        self._want_network = network
+        self.network: RunNetwork | None = None
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ processes
@@ -132,14 +154,11 @@ class LocalCluster(Cluster):
         (self.workdir / name / "logs").mkdir(parents=True, exist_ok=True)
         out = (self.workdir / name / "logs" / "stdout.log").open("ab")
         self._logs[name] = out
-        self._procs[name] = subprocess.Popen(
-            self._java(main_class, [str(path)], name),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: Ctrl-C reaches only us
-            cwd=self.workdir / name,
-        )
+        cmd = self._java(main_class, [str(path)], name)
+        if self.network is not None:
+            cmd = self.network.wrap(name, cmd)
+        # Its own process group (Ctrl-C reaches only us), SIGKILLed if the harness dies.
+        self._procs[name] = spawn(cmd, stdout=out, cwd=self.workdir / name)
         self._write_pids()
 
     def run_tool(
@@ -169,6 +188,8 @@ class LocalCluster(Cluster):
 
     def start(self) -> None:
         try:
+            if self._want_network and self.network is None:
+                self.network = RunNetwork(self.nodes, run_dir=self.workdir)
             super().start()
         except BaseException:
             self.close()
@@ -193,8 +214,17 @@ class LocalCluster(Cluster):
                 f.close()
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "pids.json").unlink()
+        if self.network is not None:
+            self.network.close()
 
     # ------------------------------------------------------------------ interface
+
+    def peer_host(self, name: str) -> str:
+        """The node's own address in its namespace, or 127.0.0.1 without a run network."""
+        return self.network.address(name) if self.network is not None else "127.0.0.1"
+
+    def node_address(self, name: str) -> tuple[str, int]:
+        return (self.peer_host(name), self.nodes[name].port)
 
     def signal(self, name: str, sig: int) -> None:
         p = self._procs.get(name)

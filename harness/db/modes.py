@@ -150,7 +150,7 @@ class ZooKeeperMode(Mode):
         return nodes
 
     def zk_connect(self, cluster: Cluster) -> str:
-        return f"127.0.0.1:{cluster.nodes[ZOOKEEPER].port}"
+        return "{}:{}".format(*cluster.node_address(ZOOKEEPER))
 
     def _peer_zk_connect(self, cluster: Cluster) -> str:
         return f"{cluster.peer_host(ZOOKEEPER)}:{cluster.peer_port(ZOOKEEPER)}"
@@ -415,7 +415,7 @@ class KRaftMode(Mode):
         return KRaftView(leader.data_dir, schemas_for_tree(self._tree), leader.broker_id)
 
     def _controller_address(self, cluster: Cluster) -> tuple[str, int]:
-        return ("127.0.0.1", cluster.nodes[CONTROLLER].port)
+        return cluster.node_address(CONTROLLER)
 
     def declare_dead(self, cluster: Cluster, name: str) -> bool:
         from harness.client.wire import broker_heartbeat

@@ -25,13 +25,41 @@ def load_scenario(path: str | Path) -> Scenario:
     if not p.is_file():
         raise ScenarioError(f"{path}: no such scenario file")
     try:
-        doc = yaml.safe_load(p.read_text())
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ScenarioError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    return parse_text(data, str(p))
+
+
+def parse_text(data: bytes | str, source: str) -> Scenario:
+    """Validate a scenario given as bytes (a file's content) or text; ``source`` names it.
+
+    Every input ends as a :class:`Scenario` or a one-line :class:`ScenarioError`: bytes that
+    are not UTF-8, YAML that does not parse (including nesting too deep for the parser), and
+    documents of the wrong shape.
+    """
+    if isinstance(data, bytes):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise ScenarioError(
+                f"{source}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                f"offset {exc.start}); save the file as UTF-8"
+            ) from None
+    else:
+        text = data
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(f"{p}:{where}: invalid YAML: {problem}") from None
-    return parse_scenario(doc, str(p))
+        where = f" line {mark.line + 1}:" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+        first = str(problem).splitlines()[0] if str(problem).strip() else type(exc).__name__
+        raise ScenarioError(f"{source}:{where} invalid YAML: {first}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: invalid YAML: nested too deeply") from None
+    return parse_scenario(doc, source)
 
 
 def catalogue() -> list[Path]:

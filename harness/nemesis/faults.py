@@ -8,16 +8,20 @@
   down, so the restart reads the HW the scenario says (the checkpoint thread runs hourly in
   hwchaos clusters; see kafka_config).
 - clean stop, restart, pause/resume (SIGSTOP/SIGCONT).
-- network partition between chosen brokers: needs network namespaces, which the local
-  backend does not set up; :func:`partition` says so in one line.
+- network partition of chosen links between brokers, controller, ZooKeeper and the
+  harness's clients, one way or both, and heal (harness.nemesis.network: the local backend
+  started with ``network=True`` runs each JVM in its own namespace; root only). Without a
+  run network :func:`partition` raises NotSupported with the reason in one line.
 """
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.db import PARTITION, TOPIC, Cluster
+from harness.nemesis.network import CLIENT, Direction, Partitions, network_available
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
 
@@ -99,8 +103,40 @@ def power_loss(cluster: Cluster, name: str, flushed_offset: int) -> int:
     return cut_log_to(pdir, flushed_offset) if pdir.is_dir() else 0
 
 
-def partition(cluster: Cluster, side_a: list[str], side_b: list[str]) -> None:
-    raise NotSupported(
-        "network partitions need per-broker network namespaces; the local backend runs all "
-        "brokers on 127.0.0.1 (use the docker backend, or run as root with netns support)"
-    )
+def _network(cluster: Cluster) -> Partitions:
+    """The cluster's partition capability, or NotSupported saying why there is none."""
+    if cluster.network is None:
+        reason = network_available() or (
+            "this cluster was started without per-node network namespaces (network=True)"
+        )
+        raise NotSupported(f"network partitions unavailable: {reason}")
+    return cluster.network
+
+
+def partition(
+    cluster: Cluster,
+    src: str | Iterable[str],
+    dst: str | Iterable[str],
+    direction: Direction = "both",
+) -> list[tuple[str, str]]:
+    """Cut the links src -> dst (and back unless ``one-way``); returns the links newly cut.
+
+    Peers are broker names, ``controller``, ``zookeeper`` and ``client`` (the harness's
+    clients). Every packet on a cut link is dropped, open connections included.
+    """
+    return _network(cluster).partition(src, dst, direction)
+
+
+def isolate(cluster: Cluster, name: str, keep: Iterable[str] = (CLIENT,)) -> list[tuple[str, str]]:
+    """Cut ``name`` from every other process; the clients still reach it unless not kept."""
+    return _network(cluster).isolate(name, keep)
+
+
+def heal(
+    cluster: Cluster,
+    src: str | Iterable[str] | None = None,
+    dst: str | Iterable[str] | None = None,
+    direction: Direction = "both",
+) -> list[tuple[str, str]]:
+    """Restore cut links (all, those of ``src``, or those between ``src`` and ``dst``)."""
+    return _network(cluster).heal(src, dst, direction)

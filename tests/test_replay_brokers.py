@@ -38,8 +38,8 @@ PLAYABLE = [
     "power-loss-all-replicas",
     "stale-hw-checkpoint",
 ]
-# One ZooKeeper and one KRaft version by default (CI time); HWCHAOS_REPLAY_VERSIONS=all (or a comma list) widens
-# it to every catalogue entry (each missing tree skips with its reason).
+# One ZooKeeper and one KRaft version by default (CI time); HWCHAOS_REPLAY_VERSIONS=all
+# (or a comma list) widens it to every catalogue entry (a missing tree skips with its reason).
 _WANTED = os.environ.get("HWCHAOS_REPLAY_VERSIONS", "0.10.2.1,4.0.0")
 VERSIONS = [v for v in CATALOGUE if _WANTED == "all" or v in _WANTED.split(",")]
 

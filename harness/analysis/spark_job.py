@@ -144,6 +144,19 @@ def plan(
     return Plan(rows, small, parts)
 
 
+def _small_confs(small: bool) -> dict[str, str]:
+    """Session settings that differ between the small path and the files path.
+
+    For a few thousand rows, compiling each stage to Java (whole-stage code generation) and
+    re-planning after every shuffle (adaptive execution) cost more than running the plan:
+    the small path interprets a fixed single-partition plan.
+    """
+    return {
+        "spark.sql.codegen.wholeStage": str(not small).lower(),
+        "spark.sql.adaptive.enabled": str(not small).lower(),
+    }
+
+
 def _read(spark: Any, files: list[str], ddl: str, small: bool) -> Any:
     """The given Parquet files with an explicit schema (no inference pass over footers).
 
@@ -280,6 +293,8 @@ def summarise(root: Path, spark: Any, small_rows: int | None = None) -> dict[str
     runs_pd, files = locate(root)
     sizing = plan(files, spark.sparkContext.defaultParallelism, small_rows)
     spark.conf.set("spark.sql.shuffle.partitions", str(sizing.partitions))
+    for key, value in _small_confs(sizing.small).items():
+        spark.conf.set(key, value)
     runs_pd = runs_pd[RUN_COLUMNS].assign(run_no=range(len(runs_pd)))
     runs = F.broadcast(spark.createDataFrame(runs_pd, f"{RUNS_DDL}, run_no int"))
     replicas = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small)

@@ -19,10 +19,10 @@ demo: setup
 	$(VENV)/hwchaos matrix --model-only --acks 1,all --min-insync 1,2 --unclean false,true --out $(RESULTS)/matrix
 	$(VENV)/hwchaos analyze $(RESULTS)/matrix
 
+# One table of every benchmark's figures beside its target (benchmarks/table.py runs each
+# benchmarks/bench_*.py). HWCHAOS_BENCH_SCALE_ROWS=200000000 adds the long Spark scale run.
 bench: setup
-	$(VENV)/python benchmarks/bench_explorer.py
-	$(VENV)/python benchmarks/bench_segments.py
-	$(VENV)/python benchmarks/bench_analysis.py
+	nice -n 10 $(VENV)/python benchmarks/table.py
 
 clean:
 	rm -rf $(RESULTS) .pytest_cache .mypy_cache .ruff_cache

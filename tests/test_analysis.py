@@ -15,7 +15,7 @@ import pytest
 
 from harness.analysis import pandas_job, spark_job
 from harness.analysis.cli import main as analyze_main
-from harness.analysis.common import MEASURES, TABLE_NAMES
+from harness.analysis.common import MEASURES, TABLE_NAMES, locate
 from harness.analysis.report import write_report
 from harness.analysis.synthetic import Spec, generate
 from harness.checker import results
@@ -157,9 +157,15 @@ TINY_BY_CONFIG = {
 }
 
 
-def test_tiny_set_exact_numbers(tmp_path: Path, spark: Any) -> None:
+# Both read paths: the driver reads small inputs into Arrow itself (None: the default
+# threshold), executors read the Parquet files (0: never the small path).
+READ_PATHS = pytest.mark.parametrize("small_rows", [None, 0], ids=["driver-arrow", "files"])
+
+
+@READ_PATHS
+def test_tiny_set_exact_numbers(tmp_path: Path, spark: Any, small_rows: int | None) -> None:
     tiny(tmp_path)
-    got = spark_job.summarise(tmp_path, spark)
+    got = spark_job.summarise(tmp_path, spark, small_rows)
     by_config = got["by_config"].set_index("version")
     assert list(by_config.index) == ["2.1.1", "model:hw"]
     for version, expected in TINY_BY_CONFIG.items():
@@ -191,9 +197,12 @@ def test_single_run_folder(tmp_path: Path, spark: Any) -> None:
     assert_same(got, pandas_job.summarise(tmp_path / "cells" / "r2"))
 
 
-def test_spark_equals_pandas_on_synthetic(tmp_path: Path, spark: Any) -> None:
+@READ_PATHS
+def test_spark_equals_pandas_on_synthetic(
+    tmp_path: Path, spark: Any, small_rows: int | None
+) -> None:
     gen = generate(tmp_path, Spec(runs=600, offsets=6, chunk_runs=250, mismatch_rate=0.05))
-    s = spark_job.summarise(tmp_path, spark)
+    s = spark_job.summarise(tmp_path, spark, small_rows)
     assert_same(s, pandas_job.summarise(tmp_path))
     totals = s["by_config"][MEASURES].sum()
     assert totals["runs"] == gen.spec.runs and totals["runs_played"] == gen.runs_played
@@ -209,6 +218,29 @@ def test_spark_equals_pandas_on_synthetic(tmp_path: Path, spark: Any) -> None:
     assert gen.model_mismatches > 0 and gen.epoch_mismatches > 0 and gen.runs_played > 0
     lost = s["loss_causes"]["lost_writes"].sum()
     assert lost == gen.acked_lost_predicted + gen.acked_lost_observed
+
+
+def test_rows_of_runs_without_metadata_are_ignored(tmp_path: Path, spark: Any) -> None:
+    """A bulk set whose runs.parquet lacks some runs: their rows count nowhere, both engines."""
+    gen = generate(tmp_path, Spec(runs=300, offsets=5, chunk_runs=100, loss_rate=0.3))
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    kept = runs[runs.index % 3 != 0]
+    kept.to_parquet(tmp_path / "runs.parquet", index=False)
+    for small_rows in (None, 0):
+        s = spark_job.summarise(tmp_path, spark, small_rows)
+        assert_same(s, pandas_job.summarise(tmp_path))
+        assert s["by_config"]["runs"].sum() == len(kept) < gen.spec.runs
+
+
+def test_plan_sizes_the_shuffle_to_the_input(tmp_path: Path) -> None:
+    generate(tmp_path, Spec(runs=100, offsets=5, chunk_runs=40))
+    _, files = locate(tmp_path)
+    small = spark_job.plan(files, parallelism=2)
+    assert small.small and small.partitions == 1 and small.rows > 0
+    big = spark_job.plan(files, parallelism=2, small_rows=0)
+    assert not big.small and big.partitions == 2  # at least one per core
+    many = spark_job.plan(files, parallelism=2, small_rows=0, rows_per_partition=100)
+    assert many.partitions == -(-many.rows // 100)
 
 
 def test_spark_equals_pandas_on_the_model_matrix(tmp_path: Path, spark: Any) -> None:
@@ -228,7 +260,7 @@ def test_cli_on_spark_writes_tables_and_report(
 ) -> None:
     tiny(tmp_path)
     # The CLI stops its session when done; lend it the module's and keep that one alive.
-    monkeypatch.setattr(spark_job, "session", lambda master="local[2]": spark)
+    monkeypatch.setattr(spark_job, "session", lambda master="local[2]", **_kw: spark)
     monkeypatch.setattr(spark, "stop", lambda: None)
     out = tmp_path / "a"
     assert analyze_main([str(tmp_path), "--out", str(out)]) == 0

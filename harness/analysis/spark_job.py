@@ -5,13 +5,23 @@ grows past what one pandas process holds comfortably, and the same job then runs
 cluster unchanged (``--master``). Locally it runs as ``local[2]`` with a small driver, which
 is what this 2-core machine has.
 
-Shape of the job: run metadata is small (one row per run) and joins as a broadcast. Replica
-rows are repartitioned by ``run_id`` once; every later grouping is keyed by ``run_id`` plus
-something, which that partitioning already satisfies, so the replica rows cross the network
-one time instead of once per grouping, and records travel as 64-bit hashes, so every
-grouping is a hash aggregate over fixed-width values. The per-run measures (one row per
-run) are cached, since both summary tables are grouped from them, and only the grouped
-tables come back to the driver as pandas DataFrames.
+Shape of the job: run metadata is small (one row per run) and joins as a broadcast, which
+also swaps each row's ``run_id`` string for a dense run number and drops rows of runs
+without metadata before anything moves. Replica rows are repartitioned by run number once;
+every later grouping is keyed by the run plus something, which that partitioning already
+satisfies, so the replica rows cross the network one time instead of once per grouping.
+Replica names and records travel as 64-bit hashes, so shuffled rows are fixed-width and every
+grouping is a hash aggregate over longs. The per-run measures (one row per run) are cached,
+since both summary tables are grouped from them, and only the grouped tables come back to
+the driver as pandas DataFrames. No Python runs per row: every step is a Catalyst expression.
+
+Sizing (:func:`plan`): the row count comes from the Parquet footers (no scan). The shuffle
+gets one partition per :data:`ROWS_PER_PARTITION` rows (at least the cores', so both run),
+and adaptive execution coalesces what turns out small. Inputs of at most
+:data:`SMALL_ROWS` rows (a model-only matrix of hundreds of runs has a few thousand) take the
+fast path: the driver reads them with pyarrow and hands Spark one Arrow table per kind, and
+the plan runs in one shuffle partition. Opening hundreds of tiny files from tasks and
+scheduling dozens of near-empty tasks per stage is what a small matrix spent its time on.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +74,7 @@ WRITES_DDL = (
 def session(
     master: str = "local[2]", app: str = "hwchaos-analyze", driver_memory: str = "2g"
 ) -> Any:
-    """A quiet SparkSession sized for this machine: no UI, 8 shuffle partitions, ERROR logs.
+    """A quiet SparkSession sized for this machine: no UI, adaptive execution, ERROR logs.
 
     The driver JVM is started here, so driver memory and the log configuration take effect;
     if a session already exists in this process it is returned as is.
@@ -88,45 +99,120 @@ def session(
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Adaptive execution: coalesce the shuffle partitions that turn out small, read
+        # shuffle output locally where no exchange is needed after all.
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
+        .config("spark.sql.adaptive.coalescePartitions.parallelismFirst", "false")
+        .config("spark.sql.adaptive.advisoryPartitionSizeInBytes", "32m")
+        .config("spark.sql.adaptive.localShuffleReader.enabled", "true")
+        # Listing hundreds of run folders is a few stat calls on the driver; above this
+        # threshold Spark would run a whole job with a task per folder to do it.
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "100000")
+        .config("spark.sql.autoBroadcastJoinThreshold", "64m")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def _read(spark: Any, files: list[str], ddl: str) -> Any:
-    """The given Parquet files with an explicit schema (no inference pass over footers)."""
+SMALL_ROWS = int(os.environ.get("HWCHAOS_SPARK_SMALL_ROWS", "1000000"))
+ROWS_PER_PARTITION = 1_500_000
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one input is read and shuffled (see the module's docstring, Sizing)."""
+
+    rows: int  # replica plus write rows, from the Parquet footers
+    small: bool  # read on the driver into Arrow, one shuffle partition
+    partitions: int  # shuffle partitions before adaptive coalescing
+
+
+def plan(
+    files: dict[str, list[str]],
+    parallelism: int,
+    small_rows: int | None = None,
+    rows_per_partition: int = ROWS_PER_PARTITION,
+) -> Plan:
+    """The read and shuffle sizing for ``files``, from their footers' row counts."""
+    import pyarrow.parquet as pq
+
+    rows = sum(pq.read_metadata(f).num_rows for fs in files.values() for f in fs)
+    small = rows <= (SMALL_ROWS if small_rows is None else small_rows)
+    parts = 1 if small else max(parallelism, -(-rows // rows_per_partition))
+    return Plan(rows, small, parts)
+
+
+def _small_confs(small: bool) -> dict[str, str]:
+    """Session settings that differ between the small path and the files path.
+
+    For a few thousand rows, compiling each stage to Java (whole-stage code generation) and
+    re-planning after every shuffle (adaptive execution) cost more than running the plan:
+    the small path interprets a fixed single-partition plan.
+    """
+    return {
+        "spark.sql.codegen.wholeStage": str(not small).lower(),
+        "spark.sql.adaptive.enabled": str(not small).lower(),
+    }
+
+
+def _read(spark: Any, files: list[str], ddl: str, small: bool) -> Any:
+    """The given Parquet files with an explicit schema (no inference pass over footers).
+
+    Small inputs are read here, on the driver, with pyarrow and handed over as one Arrow
+    table: no task per file, no file listing.
+    """
     if not files:
         return spark.createDataFrame([], ddl)
-    return spark.read.schema(ddl).parquet(*files)
+    if not small:
+        return spark.read.schema(ddl).parquet(*files)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = spark.createDataFrame([], ddl).schema
+    cols = [f.name for f in schema.fields]
+    tables = [pq.read_table(f, columns=cols).replace_schema_metadata() for f in files]
+    # One chunk, no empty ones: Spark's Arrow hand-over stops at an empty record batch.
+    table = pa.concat_tables([t for t in tables if t.num_rows] or tables[:1]).combine_chunks()
+    return spark.createDataFrame(table, schema)
 
 
 def per_run(runs: Any, replicas: Any, writes: Any) -> Any:
     """One row per run of ``runs`` with the per-run measures (0 where a run has no rows).
 
-    Rows of runs without metadata are grouped like the others and then dropped by the left
-    join from ``runs``, which is cheaper than filtering ten million rows up front.
+    ``runs`` carries a dense ``run_no`` per ``run_id``; joining it as a broadcast first puts
+    that number on every row (and drops rows of runs without metadata) before the shuffle.
     """
     from pyspark.sql import functions as F
 
-    pred = F.col("source") == "predicted"
-    obs = F.col("source") == "observed"
+    ids = F.broadcast(runs.select("run_id", "run_no"))
+    pred = F.col("pred")
     positions = (
-        # Records are compared by their 64-bit xxhash: aggregates over longs run as hash
-        # aggregates, over strings Spark falls back to sorting every row (3x slower here).
-        # Two different records of one offset of one run would have to collide (~1e-19).
-        replicas.withColumn("record", F.xxhash64("record"))
-        .repartition("run_id")
-        .groupBy("run_id", "replica", "offset")
+        replicas.join(ids, "run_id")
+        .select(
+            "run_no",
+            # Records and replica names are compared by their 64-bit xxhash: aggregates
+            # over longs run as hash aggregates over fixed-width rows, over strings Spark
+            # falls back to sorting. Two different records of one offset of one run would
+            # have to collide (~1e-19).
+            F.xxhash64("replica").alias("replica"),
+            "offset",
+            "epoch",
+            (F.col("source") == "predicted").alias("pred"),
+            F.xxhash64("record").alias("record"),
+        )
+        .repartition("run_no")
+        .groupBy("run_no", "replica", "offset")
         .agg(
             F.max(F.when(pred, F.col("record"))).alias("rp"),
-            F.max(F.when(obs, F.col("record"))).alias("ro"),
+            F.max(F.when(~pred, F.col("record"))).alias("ro"),
             F.max(F.when(pred, F.col("epoch"))).alias("ep"),
-            F.max(F.when(obs, F.col("epoch"))).alias("eo"),
+            F.max(F.when(~pred, F.col("epoch"))).alias("eo"),
         )
     )
     both = F.col("rp").isNotNull() & F.col("ro").isNotNull()
-    offsets = positions.groupBy("run_id", "offset").agg(
+    offsets = positions.groupBy("run_no", "offset").agg(
         # countDistinct(record) > 1 is min != max: one pass, no Expand of the rows per source
         (F.min("rp") != F.max("rp")).cast("long").alias("div_p"),
         (F.min("ro") != F.max("ro")).cast("long").alias("div_o"),
@@ -142,23 +228,25 @@ def per_run(runs: Any, replicas: Any, writes: Any) -> Any:
         ).alias("em"),
         F.max(F.col("ro").isNotNull().cast("int")).alias("has_obs"),
     )
-    rep = offsets.groupBy("run_id").agg(
+    rep = offsets.groupBy("run_no").agg(
         F.sum(F.coalesce("div_p", F.lit(0))).alias("divergent_offsets_predicted"),
         F.sum(F.coalesce("div_o", F.lit(0))).alias("divergent_offsets_observed"),
         F.max("mm").alias("mm"),
         F.max("em").alias("em"),
         F.max("has_obs").alias("obs_replicas"),
     )
-    wagg = writes.groupBy("run_id").agg(
-        *_write_measures(F),
-        F.max(obs.cast("int")).alias("obs_writes"),
+    obs = F.col("source") == "observed"
+    wagg = (
+        writes.join(ids, "run_id")
+        .groupBy("run_no")
+        .agg(*_write_measures(F), F.max(obs.cast("int")).alias("obs_writes"))
     )
     played = F.greatest(
         F.coalesce("obs_replicas", F.lit(0)), F.coalesce("obs_writes", F.lit(0))
     ).cast("long")
     return (
-        runs.join(rep, "run_id", "left")
-        .join(wagg, "run_id", "left")
+        runs.join(rep, "run_no", "left")
+        .join(wagg, "run_no", "left")
         .withColumn("runs_played", played)
         # A model-only run has nothing observed to mismatch: its missing rows are not a diff.
         .withColumn("model_mismatches", (F.coalesce("mm", F.lit(0)) * played).cast("long"))
@@ -194,14 +282,23 @@ def derived(metrics: Any) -> Any:
     )
 
 
-def summarise(root: Path, spark: Any) -> dict[str, pd.DataFrame]:
-    """The three summary tables of ``root`` (see :mod:`harness.analysis.common`)."""
+def summarise(root: Path, spark: Any, small_rows: int | None = None) -> dict[str, pd.DataFrame]:
+    """The three summary tables of ``root`` (see :mod:`harness.analysis.common`).
+
+    ``small_rows`` overrides :data:`SMALL_ROWS`, the size up to which the driver reads the
+    input itself (0: always let the executors read the files).
+    """
     from pyspark.sql import functions as F
 
     runs_pd, files = locate(root)
-    runs = F.broadcast(spark.createDataFrame(runs_pd[RUN_COLUMNS], RUNS_DDL))
-    replicas = _read(spark, files["replicas"], REPLICAS_DDL)
-    writes = _read(spark, files["writes"], WRITES_DDL)
+    sizing = plan(files, spark.sparkContext.defaultParallelism, small_rows)
+    spark.conf.set("spark.sql.shuffle.partitions", str(sizing.partitions))
+    for key, value in _small_confs(sizing.small).items():
+        spark.conf.set(key, value)
+    runs_pd = runs_pd[RUN_COLUMNS].assign(run_no=range(len(runs_pd)))
+    runs = F.broadcast(spark.createDataFrame(runs_pd, f"{RUNS_DDL}, run_no int"))
+    replicas = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small)
+    writes = _read(spark, files["writes"], WRITES_DDL, sizing.small)
     metrics = derived(per_run(runs, replicas, writes)).cache()
     try:
         out: dict[str, pd.DataFrame] = {}

@@ -115,6 +115,10 @@ class RunResult:
             "leader": names[st.controller.leader] if st.controller.leader != NO_LEADER else None,
             "leader_epoch": st.controller.epoch,
             "isr": [names[i] for i in sorted(st.controller.isr)],
+            "elr": [names[i] for i in sorted(st.controller.elr)],
+            "last_known_elr": [names[i] for i in sorted(st.controller.last_known_elr)],
+            "mode": self.config.generation.mode,
+            "rules": sorted(self.config.generation.rules),
             "acked": self.acked(),
             "refused": [w.record for w in st.writes if w.status == REFUSED],
             "writes": [
@@ -125,7 +129,12 @@ class RunResult:
             "divergent_offsets": self.divergent_offsets,
             "outcomes": verdict.outcomes(self.config, st),
             "steps": [
-                {"step": s.index, "event": s.text, "note": "; ".join(n for n in s.notes if n)}
+                {
+                    "step": s.index,
+                    "event": s.text,
+                    "note": "; ".join(n for n in s.notes if n),
+                    **_controller_json(names, s.state),
+                }
                 for s in self.steps[1:]
             ],
         }
@@ -196,6 +205,19 @@ class RunResult:
         ]
 
 
+def _controller_json(names: tuple[str, ...], st: PartitionState) -> dict[str, Any]:
+    """The controller's decision after a step: what the harness reads from ZooKeeper or
+    ``__cluster_metadata`` (leader, leader epoch, ISR, and under KIP-966 ELR/LastKnownElr)."""
+    ctrl = st.controller
+    return {
+        "leader": names[ctrl.leader] if ctrl.leader != NO_LEADER else None,
+        "leader_epoch": ctrl.epoch,
+        "isr": [names[i] for i in sorted(ctrl.isr)],
+        "elr": [names[i] for i in sorted(ctrl.elr)],
+        "last_known_elr": [names[i] for i in sorted(ctrl.last_known_elr)],
+    }
+
+
 def expand(cfg: Config, st: PartitionState, ev: Event, records: int = 1) -> list[Event]:
     """Resolve aliases (leader/followers/all) against the current state; batch records."""
     if ev.kind == "produce":
@@ -234,7 +256,10 @@ def run_scenario(scenario: Scenario, gen: Generation | str) -> RunResult:
 def format_table(result: RunResult) -> str:
     """The human step-by-step table of ``hwchaos model`` and the verdict under it."""
     names = result.config.brokers
+    elr = result.config.generation.elr
     head = f"{'step':>4}  {'event':<28}" + "".join(f"{n:<26}" for n in names) + "leader/epoch isr"
+    if elr:
+        head += " elr lastKnownElr"
     lines = [head, "-" * len(head)]
     for s in result.steps:
         ctrl = s.state.controller
@@ -245,15 +270,21 @@ def format_table(result: RunResult) -> str:
             cells.append(f"{status}[{log}] hw={r.hw}"[:25].ljust(26))
         leader = names[ctrl.leader] if ctrl.leader != NO_LEADER else "-"
         isr = ",".join(names[i] for i in sorted(ctrl.isr))
-        lines.append(
-            f"{s.index:>4}  {s.text[:28]:<28}" + "".join(cells) + f"{leader}/{ctrl.epoch} {{{isr}}}"
-        )
+        line = f"{s.index:>4}  {s.text[:28]:<28}" + "".join(cells)
+        line += f"{leader}/{ctrl.epoch} {{{isr}}}"
+        if elr:
+            line += " {" + ",".join(names[i] for i in sorted(ctrl.elr)) + "}"
+            line += " {" + ",".join(names[i] for i in sorted(ctrl.last_known_elr)) + "}"
+        lines.append(line)
         for note in s.notes:
             if note:
                 lines.append(f"{'':>6}  ↳ {note}")
     j = result.to_json()
     lines.append("")
-    lines.append(f"protocol: {j['protocol']}   final leader: {j['leader']}   acked: {j['acked']}")
+    lines.append(
+        f"protocol: {j['protocol']} ({result.config.generation.kafka_versions})   "
+        f"final leader: {j['leader']}   acked: {j['acked']}"
+    )
     lines.append(f"lost acknowledged writes: {j['lost_acked'] or 'none'}")
     lines.append(f"divergent offsets: {j['divergent_offsets'] or 'none'}")
     if j["outcomes"]:

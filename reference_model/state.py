@@ -50,6 +50,8 @@ class Replica(NamedTuple):
     isr: frozenset[int] = frozenset()  # ISR as this broker knows it (used when leading)
     needs_truncation: bool = False  # follower must run OffsetsForLeaderEpoch before fetching
     remote_leo: tuple[int, ...] = ()  # leader only: fetch offset each follower last sent
+    leader_start: int = 0  # leader only: LEO when it became leader (KAFKA-7128; else 0)
+    unclean_stop: bool = False  # last stop was a crash/power loss (KIP-966; else False)
 
     @property
     def leo(self) -> int:
@@ -62,7 +64,11 @@ class Replica(NamedTuple):
 
 
 class Controller(NamedTuple):
-    """The controller's view, i.e. what ZooKeeper (or KRaft) holds for the partition."""
+    """The controller's view, i.e. what ZooKeeper (or KRaft) holds for the partition.
+
+    In KRaft mode ``live`` is the set of registered, unfenced brokers (a clean shutdown
+    leaves it too), and ``elr``/``last_known_elr`` are the PartitionRecord fields of KIP-966.
+    """
 
     leader: int
     epoch: int
@@ -70,6 +76,8 @@ class Controller(NamedTuple):
     live: frozenset[int]  # brokers the controller believes alive (registered sessions)
     pending: frozenset[int] = frozenset()  # LeaderAndIsr sent but not yet processed
     held: frozenset[int] = frozenset()  # brokers whose LeaderAndIsr is delayed in the network
+    elr: frozenset[int] = frozenset()  # KIP-966 EligibleLeaderReplicas (KRaft + ELR only)
+    last_known_elr: frozenset[int] = frozenset()  # KIP-966 LastKnownElr: the last leader
 
 
 class FetchResponse(NamedTuple):

@@ -8,6 +8,9 @@ like a broker log and the explorer can prune no-op steps.
 Rules follow BACKGROUND.md; the ZooKeeper-mode controller behaviour follows
 ``KafkaController`` of 0.10-2.x: it bumps the leader epoch on every election and whenever it
 removes a dead broker from the ISR; the leader's own ISR shrink/expand does not bump it.
+The KRaft controller (profiles with the ``kraft`` rule) follows ``ReplicationControlManager``
+and ``PartitionChangeBuilder`` instead: see :func:`_kraft_change`. Every rule that differs
+between releases is a flag of ``cfg.generation`` named after ``profiles.RULES``.
 """
 
 from __future__ import annotations
@@ -79,8 +82,14 @@ def _append(cfg: Config, rep: Replica, entries: tuple[LogEntry, ...]) -> Replica
     return rep._replace(log=rep.log + entries, epochs=epochs)
 
 
-def _leader_hw(rep: Replica, me: int) -> Replica:
-    """Leader HW = max(HW, min(LEO of every ISR member, its own included))."""
+def _leader_hw(cfg: Config, rep: Replica, me: int) -> Replica:
+    """Leader HW = max(HW, min(LEO of every ISR member, its own included)).
+
+    ``hw_needs_min_isr`` (KAFKA-15583, 3.7, ``Partition.maybeIncrementLeaderHW``): no advance
+    while the ISR is smaller than min.insync.replicas.
+    """
+    if cfg.generation.hw_needs_min_isr and len(rep.isr) < cfg.min_insync:
+        return rep
     low = len(rep.log)
     for j in rep.isr:
         if j != me:
@@ -137,11 +146,20 @@ def _process_leader_and_isr(cfg: Config, st: PartitionState, i: int) -> Partitio
         rep = rep._replace(needs_truncation=False)
         if is_new_leader:
             rep = rep._replace(remote_leo=(0,) * n)
+            if cfg.generation.isr_join_epoch_start:
+                rep = rep._replace(leader_start=len(rep.log))  # leaderEpochStartOffsetOpt
         if cfg.generation.assign_epoch_on_leader:
             rep = rep._replace(epochs=ec.assign(rep.epochs, ctrl.epoch, len(rep.log)))
-        st = _with(st, i, _leader_hw(rep, i))
+        st = _with(st, i, _leader_hw(cfg, rep, i))
         return _complete_writes(cfg, st)
-    leader_changed = not (rep.role == "follower" and rep.leader == ctrl.leader)
+    # Partition.makeFollower: nothing to do if the leader is the same; from KAFKA-7164
+    # (2.0.1) only if the epoch moved by at most one, else an update was missed and the
+    # leader's log may have been truncated meanwhile: become follower again (truncate).
+    leader_changed = not (
+        rep.role == "follower"
+        and rep.leader == ctrl.leader
+        and (not cfg.generation.truncate_on_missed_epoch or ctrl.epoch - rep.epoch in (0, 1))
+    )
     if rep.role == "leader":
         st = _fail_pending(st, i)
     rep = rep._replace(role="follower", leader=ctrl.leader, epoch=ctrl.epoch, isr=ctrl.isr)
@@ -214,7 +232,7 @@ def _produce(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return fail(REFUSED, f"ISR {len(rep.isr)} < min.insync.replicas (NOT_ENOUGH_REPLICAS)")
     base = len(rep.log)
     entries = tuple(LogEntry(rep.epoch, r) for r in records)
-    rep = _leader_hw(_append(cfg, rep, entries), target)
+    rep = _leader_hw(cfg, _append(cfg, rep, entries), target)
     status = {"0": SENT, "1": ACKED}.get(cfg.acks, PENDING)
     ws = tuple(Write(r, status, base + k, target, rep.epoch) for k, r in enumerate(records))
     st = _with(st, target, rep)._replace(writes=st.writes + ws)
@@ -296,7 +314,10 @@ def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     fetch_offset = len(rep.log)
     if fetch_offset > len(lead.log):
         # ReplicaFetcherThread.handleOffsetOutOfRange: the follower is ahead of the leader.
-        if not cfg.unclean:
+        # Before KAFKA-7414 (2.1) the broker halts unless unclean election is enabled; from
+        # 2.1 (AbstractFetcherThread.fetchOffsetAndTruncate) it always truncates to the
+        # leader's LEO and goes on.
+        if not cfg.unclean and not cfg.generation.out_of_range_truncates:
             rep = rep._replace(alive=False, halted=True, role="none")
             st = _with(st, f, rep)
             return st, f"{name} halted: log truncation is not allowed (unclean election off)"
@@ -311,12 +332,14 @@ def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         and fetch_offset >= lead.hw
         and ctrl.leader == l_idx
         and ctrl.epoch == lead.epoch
+        and (not cfg.generation.isr_join_epoch_start or fetch_offset >= lead.leader_start)
     ):
-        # Partition.maybeExpandIsr: the follower caught up to the HW; the leader writes the
-        # new ISR to ZooKeeper (a stale leader's conditional update would fail).
+        # Partition.maybeExpandIsr: the follower caught up to the HW (and, from KAFKA-7128,
+        # to the start of the leader's epoch); the leader writes the new ISR to ZooKeeper or
+        # sends AlterPartition (a stale leader's conditional update would fail).
         lead = lead._replace(isr=lead.isr | {f})
-        st = st._replace(controller=ctrl._replace(isr=lead.isr))
-    lead = _leader_hw(lead, l_idx)
+        st = st._replace(controller=_expand_elr(cfg, ctrl)._replace(isr=lead.isr))
+    lead = _leader_hw(cfg, lead, l_idx)
     resp = FetchResponse(l_idx, lead.epoch, fetch_offset, lead.log[fetch_offset:], lead.hw)
     st = _set_inflight(_with(st, l_idx, lead), f, resp)
     return _complete_writes(cfg, st), note
@@ -358,7 +381,13 @@ def _leader_epoch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome
         return st, "no OffsetsForLeaderEpoch before 0.11 (truncated to HW on becoming follower)"
     if not _reachable(rep) or not rep.needs_truncation:
         return st, f"{name} has no truncation pending"
-    return _offsets_for_leader_epoch(cfg, st, ev.replica)
+    st, note = _offsets_for_leader_epoch(cfg, st, ev.replica)
+    if cfg.generation.truncate_in_fetch and not st.replicas[ev.replica].needs_truncation:
+        # KAFKA-10554 (2.8): no separate OffsetsForLeaderEpoch round; the truncation is
+        # decided from the first Fetch, which is a fetch like any other (ISR join included)
+        st, fetched = _fetch(cfg, st, ev)
+        note = "; ".join(n for n in (note, "truncated on the first Fetch", fetched) if n)
+    return st, note
 
 
 # ------------------------------------------------------------------- disk and process
@@ -383,9 +412,17 @@ def _stale_checkpoint(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return _with(st, ev.replica, rep._replace(checkpoint_hw=ev.value)), OK
 
 
-def _kill(st: PartitionState, i: int, rep: Replica) -> PartitionState:
-    """The process is gone: its outstanding fetch and delayed produce requests with it."""
+def _kill(
+    cfg: Config, st: PartitionState, i: int, rep: Replica, clean: bool = False
+) -> PartitionState:
+    """The process is gone: its outstanding fetch and delayed produce requests with it.
+
+    With ``unclean_shutdown_detection`` (KIP-966) the broker also remembers whether it left
+    its clean-shutdown marker (``.kafka_cleanshutdown``): only a controlled shutdown does.
+    """
     rep = rep._replace(alive=False, paused=False, role="none")
+    if cfg.generation.unclean_shutdown_detection:
+        rep = rep._replace(unclean_stop=not clean)
     st = _set_inflight(_with(st, i, rep), i, None)
     return _fail_pending(st, i)
 
@@ -394,7 +431,7 @@ def _crash(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     rep = st.replicas[ev.replica]
     if not rep.alive:
         return st, f"{cfg.brokers[ev.replica]} is already down"
-    st = _kill(st, ev.replica, rep)
+    st = _kill(cfg, st, ev.replica, rep)
     return st._replace(crashes=st.crashes + 1), OK
 
 
@@ -402,7 +439,12 @@ def _power_loss(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     rep = st.replicas[ev.replica]
     lost = len(rep.log) - rep.flushed
     rep = truncate(rep, rep.flushed)
-    st = _kill(st, ev.replica, rep) if rep.alive else _with(st, ev.replica, rep)
+    if rep.alive:
+        st = _kill(cfg, st, ev.replica, rep)
+    else:
+        if cfg.generation.unclean_shutdown_detection:
+            rep = rep._replace(unclean_stop=True)  # the harness removes .kafka_cleanshutdown
+        st = _with(st, ev.replica, rep)
     return st._replace(power_losses=st.power_losses + 1), f"unflushed tail lost: {lost} records"
 
 
@@ -424,11 +466,15 @@ def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         needs_truncation=False,
         remote_leo=(0,) * n,
     )
+    if cfg.generation.kraft:
+        return _kraft_register(cfg, _with(st, i, rep), i, ev.hold)
     return _register(cfg, _with(st, i, rep), i, ev.hold)
 
 
 def _register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
     """onBrokerStartup: the controller hears the broker; an offline partition may elect it."""
+    if cfg.generation.kraft:
+        return _kraft_unfence(cfg, st, i, hold)
     ctrl = st.controller
     live = ctrl.live | {i}
     ctrl = ctrl._replace(live=live)
@@ -467,7 +513,7 @@ def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     if not _reachable(rep):
         return st, f"{cfg.brokers[i]} is not running"
     rep = rep._replace(flushed=len(rep.log), checkpoint_hw=rep.hw)
-    st = _kill(st, i, rep)
+    st = _kill(cfg, st, i, rep, clean=True)
     st, note = _controller_failure(cfg, st, i, ev.hold)
     return st._replace(crashes=st.crashes + 1), note
 
@@ -477,6 +523,8 @@ def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 
 def _controller_failure(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
     """onBrokerFailure: elect a new leader if ``i`` led, else drop ``i`` from the ISR."""
+    if cfg.generation.kraft:
+        return _kraft_fence(cfg, st, i, hold)
     ctrl = st.controller
     live = ctrl.live - {i}
     ctrl = ctrl._replace(live=live)
@@ -513,6 +561,8 @@ def _elect_event(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     i = ev.replica
     ctrl = st.controller
     name = cfg.brokers[i]
+    if cfg.generation.kraft:
+        return _kraft_elect(cfg, st, ev)
     if ctrl.leader == i:
         return st, f"{name} already leads"
     if i not in ctrl.live:
@@ -534,7 +584,10 @@ def _isr_shrink(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return st, "the leader cannot update the ISR"
     if f == ctrl.leader or f not in lead.isr:
         return st, f"{cfg.brokers[f]} is not a follower in the ISR"
-    lead = _leader_hw(lead._replace(isr=lead.isr - {f}), ctrl.leader)
+    if cfg.generation.kraft:
+        # AlterPartition through the quorum controller: the ELR and the epoch rules apply.
+        return _kraft_change(cfg, st, ctrl.isr - {f}, ev.hold, what="AlterPartition shrink")
+    lead = _leader_hw(cfg, lead._replace(isr=lead.isr - {f}), ctrl.leader)
     st = _with(st, ctrl.leader, lead)._replace(controller=ctrl._replace(isr=lead.isr))
     return _complete_writes(cfg, st), OK
 
@@ -546,6 +599,224 @@ def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return st, f"no LeaderAndIsr held back from {cfg.brokers[i]}"
     st = st._replace(controller=ctrl._replace(held=ctrl.held - {i}))
     return _deliver(cfg, st), OK
+
+
+# ------------------------------------------------------------------ KRaft controller
+
+
+def _expand_elr(cfg: Config, ctrl: Controller) -> Controller:
+    """ELR bookkeeping of an ISR expansion (AlterPartition adding one follower).
+
+    ``PartitionChangeBuilder.maybePopulateTargetElr``: at or above min ISR the ELR is
+    cleared, below it the joining replica leaves the ELR; the partition keeps a leader, so
+    ``maybeUpdateLastKnownLeader`` clears LastKnownElr. A no-op outside KRaft + ELR.
+    """
+    if not cfg.generation.elr or not (ctrl.elr or ctrl.last_known_elr):
+        return ctrl
+    return ctrl._replace(elr=frozenset(), last_known_elr=frozenset())
+
+
+def _kraft_change(
+    cfg: Config,
+    st: PartitionState,
+    target_isr: frozenset[int],
+    hold: frozenset[int],
+    *,
+    fenced: int = -1,
+    unclean_shutdown: int = -1,
+    add: int = -1,
+    unclean: bool = False,
+    prefer: int = -1,
+    what: str = "",
+) -> Outcome:
+    """One PartitionChangeRecord of the quorum controller, replayed by every broker.
+
+    Mirrors ``ReplicationControlManager.generateLeaderAndIsrUpdates`` +
+    ``PartitionChangeBuilder.build`` (4.0): ``fenced`` (brokerToRemove) and
+    ``unclean_shutdown`` (brokerWithUncleanShutdown) are never acceptable leaders, ``add``
+    (brokerToAdd) is acceptable while still fenced. Then:
+
+    - ELR (rule ``elr``, KIP-966): at or above min ISR the ELR is empty; below it
+      ELR = (ELR + old ISR) - new ISR - unclean-shutdown replica. A valid leader is an
+      acceptable ISR member, or an acceptable ELR member when the ISR is empty; with ISR
+      and ELR empty the single LastKnownElr member (the last leader) may be elected
+      uncleanly ("balanced recovery"). Leading from the ELR makes the new leader the sole
+      ISR member. Any unclean election clears the ELR.
+    - Unclean election when nothing is valid: ``unclean`` (ElectLeaders UNCLEAN), or the
+      topic config from 3.9 (rule ``kraft_unclean_from_config``, KAFKA-12670); before 3.9
+      ``ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic`` returns false.
+    - Without ELR the ISR is never emptied: the last member stays (like ZooKeeper mode).
+    - The record carries no epoch: replay adds 1 when the leader field is set, i.e. on a
+      leader change, and on an ISR shrink while metadata.version < 3.6 (rule
+      ``no_epoch_bump_on_isr_shrink``, KAFKA-15021, turns that off).
+    - LastKnownElr = [old leader] the first time the ISR empties; cleared once the
+      partition has a leader again (``maybeUpdateLastKnownLeader``).
+    """
+    gen = cfg.generation
+    ctrl = st.controller
+    n = len(cfg.brokers)
+    old_isr, leader = ctrl.isr, ctrl.leader
+    live = ctrl.live
+
+    def acceptable(r: int) -> bool:
+        return r != fenced and r != unclean_shutdown and (r == add or r in live)
+
+    elr, lke = ctrl.elr, ctrl.last_known_elr
+    if gen.elr:
+        if len(target_isr) >= cfg.min_insync:
+            elr = frozenset()
+        else:
+            elr = (elr | old_isr) - target_isr - {unclean_shutdown}
+
+    def valid(r: int) -> bool:
+        return (r in target_isr or (not target_isr and r in elr)) and acceptable(r)
+
+    new, was_unclean, how = leader, False, ""
+    if prefer >= 0 and valid(prefer):
+        new = prefer
+    elif not (leader != NO_LEADER and valid(leader)):
+        new = next((r for r in range(n) if valid(r)), NO_LEADER)
+        if new == NO_LEADER and gen.elr and not elr and not target_isr and len(lke) == 1:
+            (last,) = tuple(lke)
+            if acceptable(last):
+                new, was_unclean, how = last, True, " (last known leader, unclean)"
+        if new == NO_LEADER and (unclean or (cfg.unclean and gen.kraft_unclean_from_config)):
+            new = next((r for r in range(n) if acceptable(r)), NO_LEADER)
+            was_unclean, how = new != NO_LEADER, " (unclean)"
+    new_isr: frozenset[int] | None = None
+    if new != leader:
+        if new in elr:
+            target_isr = frozenset({new})
+            elr = elr - {new}
+            how = " from ELR"
+        if was_unclean:
+            new_isr = frozenset({new})
+    if was_unclean or not gen.elr:
+        elr = frozenset()
+    if new_isr is None and (target_isr or gen.elr) and target_isr != old_isr:
+        new_isr = target_isr
+    bump = new != leader
+    if (
+        not bump
+        and new_isr is not None
+        and not old_isr <= new_isr
+        and not gen.no_epoch_bump_on_isr_shrink
+    ):
+        bump = True  # metadata.version < 3.6: record.setLeader(partition.leader)
+    isr = old_isr if new_isr is None else new_isr
+    if gen.elr:
+        if new_isr is not None and not new_isr and leader != NO_LEADER and lke != {leader}:
+            lke = frozenset({leader})
+        elif new != NO_LEADER and lke:
+            lke = frozenset()
+    out = ctrl._replace(
+        leader=new, epoch=ctrl.epoch + (1 if bump else 0), isr=isr, elr=elr, last_known_elr=lke
+    )
+    if out == ctrl:
+        return st, ""
+    names = cfg.brokers
+    if new != leader:
+        note = f"elects {names[new]}{how}" if new != NO_LEADER else "no eligible leader: offline"
+    else:
+        note = "ISR {" + ",".join(names[j] for j in sorted(isr)) + "}"
+        if not bump:
+            note += " (no epoch bump)"
+    if gen.elr:
+        note += f"; ELR {{{','.join(names[j] for j in sorted(elr))}}}"
+        if lke:
+            note += f" LastKnownElr {{{','.join(names[j] for j in sorted(lke))}}}"
+    st = _broadcast(st, out, hold)
+    st = _deliver(cfg, st)
+    return _complete_writes(cfg, st), f"controller{': ' + what if what else ''}: {note}"
+
+
+def _kraft_fence(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
+    """handleBrokerFenced / handleBrokerInControlledShutdown: ``i`` leaves the ISR.
+
+    Only partitions with ``i`` in the ISR change (``partitionsWithBrokerInIsr``): a fenced
+    ELR member stays in the ELR.
+    """
+    ctrl = st.controller
+    st = st._replace(controller=ctrl._replace(live=ctrl.live - {i}))
+    name = cfg.brokers[i]
+    if i not in ctrl.isr:
+        return st, f"controller: {name} fenced"
+    return _kraft_change(cfg, st, ctrl.isr - {i}, hold, fenced=i, what=f"{name} fenced")
+
+
+def _kraft_register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
+    """A restarted broker registers a new incarnation, then is unfenced.
+
+    ``ClusterControlManager.registerBroker``: a new incarnation ends the previous one
+    (``handleBrokerShutdown``, 3.8+), even if the controller never noticed it die; in 3.3
+    to 3.7 the registration is refused (DuplicateBrokerRegistrationException) until the old
+    session expires and the controller fences it, which has the same effect. With
+    ``unclean_shutdown_detection`` (KIP-966) a broker without its clean-shutdown marker is
+    removed from the ISR *and* the ELR; otherwise it is handled as fenced (ISR only).
+    """
+    ctrl = st.controller
+    rep = st.replicas[i]
+    name = cfg.brokers[i]
+    notes = []
+    st = st._replace(controller=ctrl._replace(live=ctrl.live - {i}))
+    if cfg.generation.unclean_shutdown_detection and rep.unclean_stop:
+        if i in ctrl.isr or i in ctrl.elr:
+            st, note = _kraft_change(
+                cfg,
+                st,
+                ctrl.isr - {i},
+                hold,
+                unclean_shutdown=i,
+                what=f"{name} re-registers after an unclean shutdown",
+            )
+            notes.append(note)
+    elif i in ctrl.isr:
+        st, note = _kraft_change(
+            cfg, st, ctrl.isr - {i}, hold, fenced=i, what=f"{name} re-registers"
+        )
+        notes.append(note)
+    st = _with(st, i, st.replicas[i]._replace(unclean_stop=False))
+    st, note = _kraft_unfence(cfg, st, i, hold)
+    notes.append(note)
+    return st, "; ".join(n for n in notes if n)
+
+
+def _kraft_unfence(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
+    """handleBrokerUnfenced: ``i`` is active again; leaderless partitions try an election."""
+    ctrl = st.controller
+    st = st._replace(controller=ctrl._replace(live=ctrl.live | {i}))
+    if ctrl.leader == NO_LEADER:
+        st, note = _kraft_change(cfg, st, ctrl.isr, hold, add=i, what=f"{cfg.brokers[i]} unfenced")
+        if st.controller.leader != NO_LEADER:
+            return st, note
+    ctrl = st.controller
+    held = ctrl.held | ({i} if i in hold else frozenset())
+    st = st._replace(controller=ctrl._replace(pending=ctrl.pending | {i}, held=held))
+    return _deliver(cfg, st), OK
+
+
+def _kraft_elect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """ElectLeaders: PREFERRED elects the named broker if it is a valid leader; UNCLEAN
+    (``kafka-leader-election.sh --election-type unclean``, KIP-704) only for a partition
+    without a leader (else ELECTION_NOT_NEEDED), picking the first acceptable replica."""
+    ctrl = st.controller
+    i = ev.replica
+    name = cfg.brokers[i]
+    if ev.unclean and ctrl.leader != NO_LEADER:
+        return st, "ElectLeaders UNCLEAN: ELECTION_NOT_NEEDED (the partition has a leader)"
+    if not ev.unclean:
+        if ctrl.leader == i:
+            return st, f"ElectLeaders PREFERRED: ELECTION_NOT_NEEDED ({name} already leads)"
+        if i not in ctrl.live:
+            return st, f"{name} is fenced or not registered: it cannot be elected"
+        if not (i in ctrl.isr or (not ctrl.isr and i in ctrl.elr)):
+            return st, f"{name} is not in the ISR: preferred election refused"
+    st2, note = _kraft_change(
+        cfg, st, ctrl.isr, ev.hold, unclean=ev.unclean, prefer=i, what="ElectLeaders"
+    )
+    if st2.controller.leader == ctrl.leader:
+        return st, f"ElectLeaders: {name} not elected"
+    return st2, note
 
 
 HANDLERS: dict[str, Callable[[Config, PartitionState, Event], Outcome]] = {

@@ -3,7 +3,8 @@
 Definitions are BACKGROUND.md's "What counts as lost": a write is lost when it was
 acknowledged and the partition's final leader does not hold it at the acknowledged offset.
 When the partition is offline the replica a clean election would pick when it returns (the
-first ISR member) stands in for the leader; with an empty ISR nothing can be read.
+first ISR member; under KIP-966 with an empty ISR, the first ELR member) stands in for the
+leader; with neither, nothing can be read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ def effective_leader(st: PartitionState) -> int:
     ctrl = st.controller
     if ctrl.leader != NO_LEADER:
         return ctrl.leader
-    return min(ctrl.isr) if ctrl.isr else NO_LEADER
+    if ctrl.isr:
+        return min(ctrl.isr)
+    return min(ctrl.elr) if ctrl.elr else NO_LEADER  # KIP-966: an ELR member may lead
 
 
 def _holds(rep: Replica, offset: int, record: str) -> bool:

@@ -55,7 +55,17 @@ EXPECTED = {
     ("kip101-scenario2", "2.1.1"): (["m2"], []),
     ("kip101-scenario1", "3.3.1"): ([], []),
     ("kip101-scenario2", "3.3.1"): (["m2"], []),
+    # KRaft: 3.3 ignores unclean.leader.election.enable (scenario 1 ends offline, nothing
+    # acknowledged is lost); 4.0 honours it (KAFKA-12670, 3.9) and elects A.
+    ("kip101-scenario1", "3.3.1-kraft"): ([], []),
+    ("kip101-scenario2", "3.3.1-kraft"): (["m2"], []),
+    ("kip101-scenario1", "4.0.0"): ([], []),
+    ("kip101-scenario2", "4.0.0"): (["m2"], []),
+    # KIP-966: the last replica standing loses m1 without ELR, keeps it with ELR
+    ("kip966-last-replica-standing", "4.0.0"): (["m1"], []),
+    ("kip966-last-replica-standing", "4.0.0-elr"): ([], []),
 }
+KRAFT = {"3.3.1-kraft", "4.0.0", "4.0.0-elr"}
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])
@@ -73,6 +83,12 @@ def test_kip101_orderings_on_real_brokers(
     assert info.model_match, verdict.differences
     assert verdict.lost_acked == lost and verdict.divergent_offsets == div
     assert prediction.to_json()["lost_acked"] == lost
+    if version in KRAFT:
+        # the controller's epoch bookkeeping differs from ZooKeeper mode: the files must
+        # still be what the model's epoch cache says, replica by replica
+        assert verdict.epoch_checkpoints and verdict.checkpoint_mismatches == [], (
+            verdict.epoch_checkpoints
+        )
     run = tmp_path / "run"
     for name in (
         "run.json",
@@ -183,5 +199,5 @@ def test_unknown_version_is_one_line(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert res.stderr.strip() == (
         "hwchaos run: unknown Kafka version '9.9.9' (known: 0.10.2.1, 0.11.0.3, 1.1.1, 2.0.1, "
-        "2.1.1, 3.3.1, 3.3.1-ibp0.10)"
+        "2.1.1, 3.3.1, 3.3.1-kraft, 4.0.0, 4.0.0-elr, 3.3.1-ibp0.10)"
     )

@@ -25,6 +25,18 @@ EXPECTED: dict[str, dict[str, tuple[list[str], list[int]]]] = {
     "acks1-unclean-election": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
     "acks-all-min-isr2-one-crash": {g: ([], []) for g in ("hw", "kip101", "kip279", "kip320")},
     "power-loss-all-replicas": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
+    # KIP-966: the last ISR member loses m1 in a power loss; only ELR keeps it.
+    "kip966-last-replica-standing": {
+        **{g: (["m1"], []) for g in ("hw", "kip101", "kip279", "kip320", "3.3.1-kraft")},
+        "4.0.0": (["m1"], []),
+        "kraft": (["m1"], []),
+        "4.0.0-elr": ([], []),
+        "kraft-elr": ([], []),
+        "4.1.0": ([], []),
+    },
+    "kraft-isr-shrink-epoch": {
+        g: ([], []) for g in ("hw", "kip320", "3.3.1-kraft", "4.0.0", "4.0.0-elr")
+    },
     "stale-hw-checkpoint": {
         "hw": (["m1", "m2"], []),
         "kip101": ([], []),
@@ -53,3 +65,29 @@ def test_every_catalogue_file_says_what_it_shows_and_what_fixes_it() -> None:
         head = path.read_text().splitlines()[:12]
         assert any(line.startswith("# Shows:") for line in head), path.name
         assert any(line.startswith("# Fixed by:") for line in head), path.name
+
+
+def test_kip966_elr_trace_names_the_elr_and_last_known_elr() -> None:
+    """What the harness compares with __cluster_metadata after each step."""
+    path = SCENARIO_DIR / "kip966-last-replica-standing.yaml"
+    steps = run_scenario(load_scenario(path), "4.0.0-elr").to_json()["steps"]
+    by_event = {s["event"]: s for s in steps}
+    assert by_event["clean_shutdown C"]["isr"] == ["A"]
+    assert by_event["clean_shutdown C"]["elr"] == ["C"]
+    detect = by_event["detect A"]
+    assert (detect["leader"], detect["isr"], detect["elr"]) == (None, [], ["A", "C"])
+    assert detect["last_known_elr"] == ["A"]
+    restart_a = by_event["restart A"]  # unclean shutdown: A leaves the ELR, stays leaderless
+    assert (restart_a["leader"], restart_a["elr"]) == (None, ["C"])
+    restart_c = by_event["restart C"]
+    assert (restart_c["leader"], restart_c["isr"], restart_c["elr"]) == ("C", ["C"], [])
+    assert restart_c["last_known_elr"] == []
+
+
+def test_kraft_isr_shrink_epoch_differs_from_zookeeper_on_disk() -> None:
+    s = load_scenario(SCENARIO_DIR / "kraft-isr-shrink-epoch.yaml")
+    zk, old_kraft, kraft = (run_scenario(s, v).to_json() for v in ("3.3.1", "3.3.1-kraft", "4.0.0"))
+    assert zk["epochs"]["C"] == old_kraft["epochs"]["C"] == [[0, 0], [1, 1]]
+    assert kraft["epochs"]["C"] == [[0, 0]]
+    assert [e["epoch"] for e in kraft["replicas"]["C"]] == [0, 0]
+    assert [e["epoch"] for e in zk["replicas"]["C"]] == [0, 1]

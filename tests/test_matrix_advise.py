@@ -113,8 +113,19 @@ def test_advise_names_the_losing_orderings(capsys: pytest.CaptureFixture[str]) -
     out = json.loads(capsys.readouterr().out)
     losing = {r["scenario"] for r in out["scenarios"] if r.get("loses_acked")}
     # Safe settings still lose writes to power loss everywhere; nothing else in the catalogue.
-    assert losing == {"power-loss-all-replicas", "kip101-scenario2"}
+    assert losing == {
+        "power-loss-all-replicas",
+        "kip101-scenario2",
+        "kip966-last-replica-standing",
+    }
     assert out["explorer"] == []
+    # KIP-966 (ELR) closes the last-replica-standing loss; advise takes release numbers.
+    args = ["--acks", "all", "--min-insync", "2", "--rf", "3", "--explore-replicas", "0"]
+    assert advise_main([*args, "--protocol", "4.0.0-elr", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    losing = {r["scenario"] for r in out["scenarios"] if r.get("loses_acked")}
+    assert "kip966-last-replica-standing" not in losing
+    assert "power-loss-all-replicas" in losing
     assert (
         advise_main(
             [

@@ -11,6 +11,8 @@ from reference_model.state import NO_LEADER, Config, PartitionState, initial_sta
 from reference_model.transitions import apply
 
 KIND_NAMES = sorted(k for k in KINDS if k != "produce")
+# Release profiles whose rules the era aliases lack (backports, KRaft, ELR, KAFKA-15583).
+PROFILES = ["2.0.1", "3.7.1", "3.3.1-kraft", "4.0.0", "4.0.0-elr"]
 
 
 @st.composite
@@ -18,7 +20,7 @@ def scripts(draw: st.DrawFn) -> tuple[Config, list[Event]]:
     n = draw(st.integers(2, 4))
     cfg = Config(
         tuple("ABCD"[:n]),
-        generation(draw(st.sampled_from(list(GENERATIONS)))),
+        generation(draw(st.sampled_from([*GENERATIONS, *PROFILES]))),
         acks=draw(st.sampled_from(["0", "1", "all"])),
         min_insync=draw(st.integers(1, n)),
         unclean=draw(st.booleans()),
@@ -48,6 +50,14 @@ def check(cfg: Config, prev: PartitionState, s: PartitionState) -> None:
     assert ctrl.epoch >= prev.controller.epoch, "controller epoch went backwards"
     if ctrl.leader != NO_LEADER:
         assert ctrl.leader in ctrl.isr, "leader outside the ISR"
+    if cfg.generation.elr:  # KIP-966: ELR and ISR are disjoint; an empty ISR only with ELR
+        assert not ctrl.elr & ctrl.isr, "replica both in ISR and ELR"
+        if ctrl.elr:
+            assert len(ctrl.isr) < cfg.min_insync, "ELR kept while ISR >= min.insync.replicas"
+    else:
+        if cfg.generation.kraft:  # PartitionChangeBuilder never empties the ISR without ELR
+            assert ctrl.isr, "ISR emptied without ELR"
+        assert not ctrl.elr and not ctrl.last_known_elr, "ELR outside KIP-966"
     seen = set()
     for rep in s.replicas:
         assert 0 <= rep.hw <= rep.leo, "HW outside [0, LEO]"

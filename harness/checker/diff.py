@@ -26,9 +26,18 @@ class Verdict:
     predicted_divergent_offsets: list[int]
     differences: list[dict[str, Any]] = field(default_factory=list)
     epoch_mismatches: list[dict[str, Any]] = field(default_factory=list)
+    # leader-epoch-checkpoint per replica: {"predicted": [[epoch, start], ...], "observed": ...}
+    epoch_checkpoints: dict[str, dict[str, list[list[int]]]] = field(default_factory=dict)
     first_differing_step: int | None = None
     outcomes: list[str] = field(default_factory=list)
     reason: str = ""
+
+    @property
+    def checkpoint_mismatches(self) -> list[str]:
+        """Replicas whose leader-epoch-checkpoint differs from the model's epoch cache."""
+        return sorted(
+            n for n, c in self.epoch_checkpoints.items() if c["predicted"] != c["observed"]
+        )
 
     def summary(self) -> str:
         if self.verdict == "match":

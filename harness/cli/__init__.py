@@ -11,8 +11,17 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from reference_model.generations import GENERATIONS
+from reference_model.generations import generation
 from reference_model.scenario import ScenarioError
+
+
+def protocol_type(name: str) -> str:
+    """argparse type of ``--protocol``/``--kafka``: an era alias or any release profile."""
+    try:
+        generation(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
 
 
 def _add_overrides(p: argparse.ArgumentParser) -> None:
@@ -44,7 +53,20 @@ def cmd_model(args: argparse.Namespace) -> int:
     from reference_model.run import format_table, run_scenario
 
     scenario = load_scenario(args.scenario).with_overrides(**_overrides(args))  # type: ignore[arg-type]
-    result = run_scenario(scenario, args.protocol)
+    result = run_scenario(scenario, args.kafka or args.protocol)
+    if args.explain:
+        from reference_model.explain import explain_json, format_explain
+        from reference_model.profiles import describe_rules
+
+        if args.json:
+            rules = describe_rules(result.config.generation)
+            out = {**result.to_json(), "profile": rules, "explain": explain_json(result)}
+            print(json.dumps(out, indent=2))
+        else:
+            print(format_table(result))
+            print()
+            print(format_explain(result))
+        return 0
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
@@ -64,17 +86,28 @@ def build_parser() -> argparse.ArgumentParser:
         description="Chaos-test Kafka's HW / leader-epoch replication against a reference model.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    protocols = list(GENERATIONS)
+    proto_help = (
+        "era (hw, kip101, kip279, kip320, kraft, kraft-elr) or Kafka release (2.8.2, 4.0.0-elr)"
+    )
 
     p = sub.add_parser("model", help="play a scenario through the reference model")
     p.add_argument("scenario", help="scenario file (or a name in scenarios/)")
-    p.add_argument("--protocol", choices=protocols, default="kip320")
+    p.add_argument("--protocol", type=protocol_type, default="kip320", help=proto_help)
+    p.add_argument(
+        "--kafka",
+        type=protocol_type,
+        help="Kafka release whose rules to apply (e.g. 2.8.2, 3.3.1-kraft, 4.0.0-elr); "
+        "overrides --protocol",
+    )
+    p.add_argument(
+        "--explain", action="store_true", help="per step, which rules decided it (with KIP/JIRA)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_overrides(p)
     p.set_defaults(func=cmd_model)
 
     p = sub.add_parser("explore", help="exhaustively search crash orderings for violations")
-    p.add_argument("--protocol", choices=protocols, default="hw")
+    p.add_argument("--protocol", type=protocol_type, default="hw", help=proto_help)
     p.add_argument("--replicas", type=int, default=2)
     p.add_argument("--records", type=int, default=2)
     p.add_argument("--crashes", type=int, default=2, help="process crashes allowed")

@@ -13,9 +13,10 @@ import json
 import sys
 from typing import Any
 
+from harness.cli import protocol_type
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.explorer import Bounds, explore
-from reference_model.generations import GENERATIONS, generation
+from reference_model.generations import generation
 from reference_model.run import run_scenario
 from reference_model.scenario import ScenarioError
 
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-insync", type=int, default=2)
     p.add_argument("--rf", type=int, default=3)
     p.add_argument("--unclean", action="store_true")
-    p.add_argument("--protocol", choices=list(GENERATIONS), default="kip320")
+    p.add_argument("--protocol", type=protocol_type, default="kip320", help="era or Kafka release")
     p.add_argument(
         "--explore-replicas",
         type=int,

@@ -22,7 +22,8 @@ from tqdm import tqdm
 from harness.checker import results
 from harness.db.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
-from reference_model.generations import GENERATIONS
+from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import FORMS
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, ScenarioError
 
@@ -119,8 +120,12 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
     )
     for t in targets:
         if t.startswith("model:"):
-            if t[6:] not in GENERATIONS:
-                raise ScenarioError(f"unknown protocol generation {t[6:]!r}")
+            try:
+                generation(t[6:])
+            except ValueError:
+                raise ScenarioError(
+                    f"unknown protocol generation {t[6:]!r} (valid: {FORMS})"
+                ) from None
         else:
             resolve_version(t)  # fails early with the catalogue's one-line error
     # An empty list means "each scenario's own setting" (None: no override).

@@ -1,11 +1,24 @@
 """The *db* of the Jepsen split: how a Kafka cluster starts, stops and is reached.
 
-Backends (``local`` JVM processes, ``docker`` containers) implement :class:`Cluster`; the
-nemesis, client, generator and checker only ever talk to this interface, so a scenario plays
-the same way on both. Names are the scenario's broker names (``A``, ``B``...); every cluster
-also runs one extra broker, the *controller broker*, that hosts no replica of the test
-partition: faults on replicas then never pause or kill the controller by accident, and
-controller behaviour stays what the scenario says.
+Two axes, composed rather than multiplied (as Jepsen's ``db/kafka.clj`` and
+``db/redpanda.clj`` implement the same small protocols):
+
+- the **runtime** (how one JVM node runs: a local process or a container) is the
+  :class:`Cluster` subclass: ``LocalCluster`` (``local.py``), ``DockerCluster``
+  (``containers.py``). It implements the node capabilities: :meth:`Cluster.launch`,
+  :meth:`Cluster.run_tool`, :meth:`Cluster.signal`, :meth:`Cluster.is_running`,
+  :meth:`Cluster.wait_exit`, and where files and peers are.
+- the **mode** (ZooKeeper or KRaft) is a :class:`harness.db.modes.Mode` the cluster holds:
+  which nodes exist besides the scenario's brokers, their configuration, how the cluster
+  starts, how a topic is created, how the controller's decisions are read
+  (:class:`harness.metadata.MetadataView`) and how a dead broker is declared dead.
+
+The nemesis, client, generator and checker only talk to :class:`Cluster`, so a scenario plays
+the same way on every combination. Names are the scenario's broker names (``A``, ``B``...);
+in ZooKeeper mode the cluster also runs a *controller broker* (``controller``) that hosts no
+replica of the test partition; in KRaft mode ``controller`` is the dedicated controller
+process of the quorum (``process.roles=controller``). Either way faults on replicas never
+touch the controller by accident.
 """
 
 from __future__ import annotations
@@ -14,6 +27,12 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.db.modes import Mode
+    from harness.db.versions import KafkaVersion
+    from harness.metadata import MetadataView
 
 CONTROLLER = "controller"
 TOPIC = "hwchaos"
@@ -49,62 +68,111 @@ class TopicSpec:
 
 @dataclass
 class BrokerSpec:
+    """One node: a broker, a KRaft controller or ZooKeeper (``role``)."""
+
     name: str
-    broker_id: int
-    port: int
-    data_dir: Path  # this broker's log.dirs (one dir)
+    broker_id: int  # broker.id / node.id; -1 for ZooKeeper
+    port: int  # the port the harness reaches it on (127.0.0.1)
+    data_dir: Path  # this node's log.dirs (one dir), on the host
     props: dict[str, str] = field(default_factory=dict)
+    role: str = "broker"  # broker | controller | zookeeper
 
 
 class Cluster(ABC):
-    """One ZooKeeper, one controller broker and 2-5 replica brokers of one Kafka version.
+    """One Kafka cluster of one version: the mode's infrastructure plus 2-5 replica brokers.
 
-    Backends differ in how processes start, stop and take signals; both publish every
-    broker on 127.0.0.1 and keep its data and log dirs under ``workdir/<name>/`` on the
-    host, so addresses, paths and topic creation are shared here.
+    ``brokers`` holds every broker (the scenario's and, in ZooKeeper mode, the controller
+    broker); ``nodes`` holds every node, brokers included. Data and log dirs live under
+    ``workdir/<name>/`` on the host for every runtime, so the read-back, checkpoint faults
+    and power-loss cuts work on host files.
     """
 
+    version: KafkaVersion
+    mode: Mode
     brokers: dict[str, BrokerSpec]
+    nodes: dict[str, BrokerSpec]
     workdir: Path
-    zk_port: int
+
+    # ------------------------------------------------------------------ runtime capabilities
 
     @abstractmethod
-    def start(self) -> None:
-        """Start ZooKeeper and every broker; return once all are registered."""
+    def launch(self, name: str, main_class: str, props: dict[str, str]) -> None:
+        """Write ``props`` as node ``name``'s config file and start its JVM with it."""
+
+    @abstractmethod
+    def run_tool(
+        self, main_class: str, args: list[str], name: str, props: dict[str, str] | None = None
+    ) -> str:
+        """Run a Kafka tool JVM to completion for node ``name`` (e.g. StorageTool format).
+
+        ``props``, when given, is written as the node's config file and ``@CONFIG@`` in
+        ``args`` replaced by its path. Paths are node paths (:meth:`node_path`). Returns the
+        output; a failure raises ClusterError naming the tool and its last output line.
+        """
+
+    @abstractmethod
+    def signal(self, name: str, sig: int) -> None:
+        """Send a signal to one node's JVM (SIGKILL, SIGTERM, SIGSTOP, SIGCONT)."""
+
+    @abstractmethod
+    def is_running(self, name: str) -> bool:
+        """Whether the node's JVM process exists (a stopped process counts as running)."""
+
+    @abstractmethod
+    def wait_exit(self, name: str, timeout: float) -> None:
+        """Wait until the node's process has exited (after SIGTERM or SIGKILL)."""
+
+    @abstractmethod
+    def exit_code(self, name: str) -> int | None:
+        """The node's exit code once it has exited, else None."""
 
     @abstractmethod
     def close(self) -> None:
         """Stop everything and release every process/container; idempotent, never raises."""
 
-    @abstractmethod
+    def peer_host(self, name: str) -> str:
+        """The host name other nodes use to reach ``name`` (listeners, quorum voters)."""
+        return "127.0.0.1"
+
+    def peer_port(self, name: str) -> int:
+        """The port other nodes use to reach ``name``."""
+        return self.nodes[name].port
+
+    def node_path(self, name: str, what: str) -> str:
+        """Node ``name``'s ``data``/``logs``/``config`` dir as the node itself sees it."""
+        return str(self.workdir / name / what)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the mode's infrastructure and every broker; return once all are registered."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.mode.start(self)
+
     def start_broker(self, name: str) -> None:
         """Start (or restart) one broker with its own id, port and data dir."""
+        spec = self.brokers[name]
+        spec.data_dir.mkdir(parents=True, exist_ok=True)
+        main_class, props = self.mode.broker_config(self, name)
+        props.update(spec.props)
+        self.launch(name, main_class, props)
 
-    @abstractmethod
-    def signal(self, name: str, sig: int) -> None:
-        """Send a signal to one broker's JVM (SIGKILL, SIGTERM, SIGSTOP, SIGCONT)."""
-
-    @abstractmethod
-    def is_running(self, name: str) -> bool:
-        """Whether the broker's JVM process exists (a stopped process counts as running)."""
-
-    @abstractmethod
-    def wait_exit(self, name: str, timeout: float) -> None:
-        """Wait until the broker's process has exited (after SIGTERM or SIGKILL)."""
+    # ------------------------------------------------------------------ addressing
 
     def bootstrap(self) -> str:
-        """Clients bootstrap from the controller broker, which no fault touches."""
-        return f"127.0.0.1:{self.brokers[CONTROLLER].port}"
+        """Where clients bootstrap (the mode decides: a broker no fault touches, or all)."""
+        return self.mode.bootstrap(self)
 
-    def zk_connect(self) -> str:
-        return f"127.0.0.1:{self.zk_port}"
+    def broker_address(self, name: str) -> tuple[str, int]:
+        """Where the harness reaches broker ``name`` directly."""
+        return ("127.0.0.1", self.brokers[name].port)
 
     def log_dir(self, name: str) -> Path:
         """Broker ``name``'s log.dirs entry: where the checkpoint files live."""
-        return self.brokers[name].data_dir
+        return self.nodes[name].data_dir
 
     def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
-        return self.brokers[name].data_dir / f"{topic}-{PARTITION}"
+        return self.nodes[name].data_dir / f"{topic}-{PARTITION}"
 
     def broker_log(self, name: str) -> Path | None:
         path = self.workdir / name / "logs" / "server.log"
@@ -114,15 +182,19 @@ class Cluster(ABC):
         """The broker's state-change log (LeaderAndIsr handling), read by fences."""
         return self.workdir / name / "logs" / "state-change.log"
 
-    def create_topic(self, spec: TopicSpec) -> None:
-        """Create the test topic with an explicit replica assignment (through ZooKeeper)."""
-        from harness.db.kafka_config import topic_config
-        from harness.metadata.zk import ZkView
+    # ------------------------------------------------------------------ the mode's verbs
 
-        with ZkView(self.zk_connect()) as zk:
-            zk.create_topic(
-                spec.name, [self.brokers[n].broker_id for n in spec.replicas], topic_config(spec)
-            )
+    def create_topic(self, spec: TopicSpec) -> None:
+        """Create the test topic with an explicit replica assignment."""
+        self.mode.create_topic(self, spec)
+
+    def metadata(self) -> MetadataView:
+        """A view of the controller's decisions; the caller closes it."""
+        return self.mode.view(self)
+
+    def declare_dead(self, name: str) -> bool:
+        """Make the controller act on dead broker ``name`` now (what its session expiry does)."""
+        return self.mode.declare_dead(self, name)
 
     def __enter__(self) -> Cluster:
         self.start()

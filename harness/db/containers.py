@@ -105,12 +105,30 @@ class DockerCluster(Cluster):
             name: BrokerSpec(name, i, free_port(), workdir / name / "data")
             for i, name in enumerate([CONTROLLER, *broker_names])
         }
+        from harness.db.modes import ZooKeeperMode
+
+        self.mode = ZooKeeperMode(version)
+        self.nodes = dict(self.brokers)
         self._containers: dict[str, Any] = {}
         self._network: Any = None
         self._closed = False
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ containers
+
+    def zk_connect(self) -> str:
+        return f"127.0.0.1:{self.zk_port}"
+
+    def launch(self, name: str, main_class: str, props: dict[str, str]) -> None:
+        raise ClusterError("the docker runtime does not launch single nodes yet")
+
+    def run_tool(
+        self, main_class: str, args: list[str], name: str, props: dict[str, str] | None = None
+    ) -> str:
+        raise ClusterError("the docker runtime does not run Kafka tools yet")
+
+    def exit_code(self, name: str) -> int | None:
+        return None if self.is_running(name) else 0
 
     def _host(self, name: str) -> str:
         return name.lower()

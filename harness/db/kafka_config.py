@@ -69,6 +69,75 @@ def broker_properties(
     return props
 
 
+def _common(version: KafkaVersion, log_dir: str) -> dict[str, str]:
+    """What a KRaft broker shares with a ZooKeeper-mode one (the timers the script owns)."""
+    props = broker_properties(version, 0, "127.0.0.1", 0, log_dir, "")
+    for key in ("broker.id", "listeners", "advertised.listeners", "zookeeper.connect",
+                "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
+                "delete.topic.enable"):  # fmt: skip
+        props.pop(key, None)
+    return props
+
+
+def kraft_controller_properties(
+    version: KafkaVersion,
+    node_id: int,
+    host: str,
+    port: int,
+    log_dir: str,
+    voters: str,
+    session_timeout_ms: int,
+) -> dict[str, str]:
+    """A dedicated KRaft controller (``process.roles=controller``).
+
+    ``broker.session.timeout.ms`` is the controller's: how long a silent broker keeps its
+    session. It is short because the harness heartbeats for brokers the scenario keeps
+    alive (see ``harness.db.modes.KRaftMode``), and a restart on 4.x waits for it.
+    """
+    return {
+        "process.roles": "controller",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"CONTROLLER://{host}:{port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "log.dirs": log_dir,
+        "broker.session.timeout.ms": str(session_timeout_ms),
+        "broker.heartbeat.interval.ms": "500",
+        "metadata.max.idle.interval.ms": "2000",
+        "auto.leader.rebalance.enable": "false",
+        "num.io.threads": "2",
+        "num.network.threads": "2",
+        "background.threads": "2",
+        "log.flush.interval.messages": "9223372036854775807",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+    }
+
+
+def kraft_broker_properties(
+    version: KafkaVersion, node_id: int, host: str, port: int, log_dir: str, voters: str
+) -> dict[str, str]:
+    """A KRaft broker (``process.roles=broker``) with the same script-owned timers."""
+    props = _common(version, log_dir)
+    props.update(
+        {
+            "process.roles": "broker",
+            "node.id": str(node_id),
+            "controller.quorum.voters": voters,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"PLAINTEXT://{host}:{port}",
+            "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "broker.heartbeat.interval.ms": "500",
+        }
+    )
+    props.update(version.broker_props)
+    return props
+
+
 def zookeeper_properties(data_dir: str, port: int, host: str = "127.0.0.1") -> dict[str, str]:
     return {
         "dataDir": data_dir,

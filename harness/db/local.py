@@ -17,25 +17,16 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
-
 from harness.db import (
-    CONTROLLER,
-    BrokerSpec,
     BrokerUnavailable,
     Cluster,
     ClusterError,
     kafka_dists,
 )
-from harness.db.kafka_config import (
-    broker_properties,
-    render,
-    zookeeper_properties,
-)
+from harness.db.kafka_config import render
 from harness.db.versions import KafkaVersion
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
@@ -72,14 +63,8 @@ def free_port() -> int:
         return port
 
 
-def _port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 class LocalCluster(Cluster):
-    """ZooKeeper + a controller broker + replica brokers, each its own JVM."""
+    """The local runtime: every node (ZooKeeper, controllers, brokers) its own JVM process."""
 
     def __init__(
         self,
@@ -88,16 +73,19 @@ class LocalCluster(Cluster):
         workdir: Path,
         dists: Path | None = None,
         startup_timeout: float = 90.0,
+        controllers: int = 1,
     ) -> None:
+        from harness.db.modes import make_mode
+
         self.version = version
         self.tree = find_tree(version, dists)
         self.workdir = workdir
         self.startup_timeout = startup_timeout
-        self.zk_port = free_port()
-        self.brokers = {}
-        for i, name in enumerate([CONTROLLER, *broker_names]):
-            bdir = workdir / name
-            self.brokers[name] = BrokerSpec(name, i, free_port(), bdir / "data")
+        self.mode = make_mode(version, controllers)
+        self.mode.startup_timeout = startup_timeout
+        self.nodes = self.mode.make_nodes(broker_names, workdir, free_port)
+        self.brokers = {n: s for n, s in self.nodes.items() if s.role == "broker"}
+        self.expected_down: set[str] = set()
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: dict[str, IO[bytes]] = {}
         self._closed = False
@@ -105,10 +93,13 @@ class LocalCluster(Cluster):
 
     # ------------------------------------------------------------------ processes
 
-    def _java(self, main_class: str, props: Path, name: str) -> list[str]:
+    def _java(self, main_class: str, args: list[str], name: str) -> list[str]:
         logs = self.workdir / name / "logs"
         logs.mkdir(parents=True, exist_ok=True)
-        log4j = self.tree / "config" / "log4j.properties"
+        if self.version.log4j2:
+            log_config = f"-Dlog4j2.configurationFile=file:{self.tree / 'config' / 'log4j2.yaml'}"
+        else:
+            log_config = f"-Dlog4j.configuration=file:{self.tree / 'config' / 'log4j.properties'}"
         return [
             "java",
             *HEAP,
@@ -116,19 +107,33 @@ class LocalCluster(Cluster):
             "-Djava.awt.headless=true",
             "-Djava.net.preferIPv4Stack=true",
             f"-Dkafka.logs.dir={logs}",
-            f"-Dlog4j.configuration=file:{log4j}",
+            log_config,
             "-Dzookeeper.admin.enableServer=false",
             "-cp",
             classpath(self.tree),
             main_class,
-            str(props),
+            *args,
         ]
 
-    def _spawn(self, name: str, cmd: list[str]) -> None:
+    def _write_config(self, name: str, props: dict[str, str], file: str) -> Path:
+        path = self.workdir / name / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(props))
+        return path
+
+    def launch(self, name: str, main_class: str, props: dict[str, str]) -> None:
+        if name in self._procs and self._procs[name].poll() is None:
+            raise ClusterError(f"{name} is already running")
+        file = (
+            "zookeeper.properties" if main_class.endswith("QuorumPeerMain") else "server.properties"
+        )
+        path = self._write_config(name, props, file)
+        self.expected_down.discard(name)
+        (self.workdir / name / "logs").mkdir(parents=True, exist_ok=True)
         out = (self.workdir / name / "logs" / "stdout.log").open("ab")
         self._logs[name] = out
         self._procs[name] = subprocess.Popen(
-            cmd,
+            self._java(main_class, [str(path)], name),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -137,86 +142,44 @@ class LocalCluster(Cluster):
         )
         self._write_pids()
 
+    def run_tool(
+        self, main_class: str, args: list[str], name: str, props: dict[str, str] | None = None
+    ) -> str:
+        if props is not None:
+            path = self._write_config(name, props, "server.properties")
+            args = [str(path) if a == "@CONFIG@" else a for a in args]
+        (self.workdir / name / "logs").mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            self._java(main_class, args, name),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=self.startup_timeout,
+            cwd=self.workdir / name,
+        )
+        out = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            last = (out.strip().splitlines() or ["no output"])[-1]
+            raise ClusterError(f"{main_class.rsplit('.', 1)[-1]} for {name} failed: {last}")
+        return out
+
     def _write_pids(self) -> None:
         pids = {n: p.pid for n, p in self._procs.items() if p.poll() is None}
         (self.workdir / "pids.json").write_text(json.dumps(pids))
 
     def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        zk_dir = self.workdir / "zookeeper"
-        (zk_dir / "data").mkdir(parents=True, exist_ok=True)
-        zk_props = zk_dir / "zookeeper.properties"
-        zk_props.write_text(render(zookeeper_properties(str(zk_dir / "data"), self.zk_port)))
-        self._spawn(
-            "zookeeper",
-            self._java("org.apache.zookeeper.server.quorum.QuorumPeerMain", zk_props, "zookeeper"),
-        )
-        self._await(lambda: _port_open(self.zk_port), "ZooKeeper to listen", "zookeeper")
-        self.start_broker(CONTROLLER)
-        from harness.metadata.zk import ZkView
-
-        with ZkView(self.zk_connect()) as zk:
-            self._await(
-                lambda: zk.controller() == 0, "the controller broker to be elected", CONTROLLER
-            )
-            for name in self.brokers:
-                if name != CONTROLLER:
-                    self.start_broker(name)
-            ids = tuple(sorted(b.broker_id for b in self.brokers.values()))
-            self._await(lambda: zk.live_brokers() == ids, f"brokers {ids} to register", None)
-
-    def _await(self, check: Callable[[], bool], what: str, name: str | None) -> None:
-        """Wait for ``check`` (bounded); a JVM that dies meanwhile fails fast."""
-
-        @retry(
-            stop=stop_after_delay(self.startup_timeout),
-            wait=wait_fixed(0.2),
-            retry=retry_if_result(lambda ok: not ok),
-            reraise=True,
-        )
-        def poll() -> bool:
-            for n, p in self._procs.items():
-                if p.poll() is not None and (name is None or n == name):
-                    raise ClusterError(
-                        f"{n} exited with code {p.returncode} while waiting for {what}; "
-                        f"see {self.workdir / n / 'logs'}"
-                    )
-            return check()
-
         try:
-            poll()
-        except ClusterError:
+            super().start()
+        except BaseException:
             self.close()
             raise
-        except Exception:
-            self.close()
-            raise ClusterError(
-                f"timed out after {self.startup_timeout:.0f}s waiting for {what} "
-                f"(logs in {self.workdir})"
-            ) from None
-
-    def start_broker(self, name: str) -> None:
-        spec = self.brokers[name]
-        if name in self._procs and self._procs[name].poll() is None:
-            raise ClusterError(f"broker {name} is already running")
-        spec.data_dir.mkdir(parents=True, exist_ok=True)
-        props = broker_properties(
-            self.version,
-            spec.broker_id,
-            "127.0.0.1",
-            spec.port,
-            str(spec.data_dir),
-            self.zk_connect(),
-        )
-        props.update(spec.props)
-        path = self.workdir / name / "server.properties"
-        path.write_text(render(props))
-        self._spawn(name, self._java("kafka.Kafka", path, name))
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        with contextlib.suppress(Exception):
+            self.mode.close()
         for p in self._procs.values():
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -236,12 +199,18 @@ class LocalCluster(Cluster):
     def signal(self, name: str, sig: int) -> None:
         p = self._procs.get(name)
         if p is not None and p.poll() is None:
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                self.expected_down.add(name)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p.pid, sig)
 
     def is_running(self, name: str) -> bool:
         p = self._procs.get(name)
         return p is not None and p.poll() is None
+
+    def exit_code(self, name: str) -> int | None:
+        p = self._procs.get(name)
+        return None if p is None else p.poll()
 
     def wait_exit(self, name: str, timeout: float) -> None:
         p = self._procs.get(name)

@@ -3,7 +3,9 @@
 One table so that the local backend, the Docker backend, the matrix and the report agree on
 what "0.10.2.1" means. A modern ZooKeeper-mode broker pinned to an inter-broker protocol
 below 0.11 replicates with HW truncation, so it is offered as an ``hw`` variant
-(``3.3.1-ibp0.10``).
+(``3.3.1-ibp0.10``). KRaft versions run a controller quorum instead of ZooKeeper
+(``3.3.1-kraft`` from the 3.3.1 tree; ``4.0.0``, which has no ZooKeeper mode); ``4.0.0-elr``
+formats its storage with KIP-966's ``eligible.leader.replicas.version=1``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ class KafkaVersion:
     name: str  # what users type: 0.10.2.1, 3.3.1, 3.3.1-ibp0.10
     release: str  # the Apache release it runs
     scala: str
-    generation: str  # reference-model protocol generation
+    generation: str  # reference-model profile (reference_model.generations.generation)
     message_format: str  # v1 (no leader epoch on disk) or v2
     broker_props: dict[str, str] = field(default_factory=dict)
     # Java 17 needs these for brokers of every era (sun.nio.ch access from the network layer).
@@ -32,6 +34,9 @@ class KafkaVersion:
         "--add-opens=java.rmi/sun.rmi.transport=ALL-UNNAMED",
     )
     zk_client_broken_on_java14: bool = False  # ZooKeeper 3.4.13/3.4.14 clients
+    mode: str = "zookeeper"  # zookeeper | kraft
+    # KRaft features set at `kafka-storage format --feature NAME=LEVEL` (e.g. ELR).
+    features: tuple[tuple[str, int], ...] = ()
 
     @property
     def dist_name(self) -> str:
@@ -47,28 +52,48 @@ class KafkaVersion:
     def epoch_on_disk(self) -> bool:
         return self.message_format == "v2"
 
+    @property
+    def release_tuple(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.release.split("."))
+
+    @property
+    def log4j2(self) -> bool:
+        """4.0 moved to log4j2 (``config/log4j2.yaml``, KIP-653)."""
+        return self.release_tuple >= (4, 0)
+
 
 CATALOGUE: dict[str, KafkaVersion] = {
     v.name: v
     for v in (
-        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "hw", "v1"),
-        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "kip101", "v2"),
-        KafkaVersion("1.1.1", "1.1.1", "2.11", "kip101", "v2"),
-        KafkaVersion("2.0.1", "2.0.1", "2.11", "kip279", "v2"),
+        KafkaVersion("0.10.2.1", "0.10.2.1", "2.11", "0.10.2.1", "v1"),
+        KafkaVersion("0.11.0.3", "0.11.0.3", "2.11", "0.11.0.3", "v2"),
+        KafkaVersion("1.1.1", "1.1.1", "2.11", "1.1.1", "v2"),
+        KafkaVersion("2.0.1", "2.0.1", "2.11", "2.0.1", "v2"),
         KafkaVersion(
             "2.1.1",
             "2.1.1",
             "2.11",
-            "kip320",
+            "2.1.1",
             "v2",
             zk_client_broken_on_java14=True,
         ),
-        KafkaVersion("3.3.1", "3.3.1", "2.13", "kip320", "v2"),
+        KafkaVersion("3.3.1", "3.3.1", "2.13", "3.3.1", "v2"),
+        KafkaVersion("3.3.1-kraft", "3.3.1", "2.13", "3.3.1-kraft", "v2", mode="kraft"),
+        KafkaVersion("4.0.0", "4.0.0", "2.13", "4.0.0", "v2", mode="kraft"),
+        KafkaVersion(
+            "4.0.0-elr",
+            "4.0.0",
+            "2.13",
+            "4.0.0-elr",
+            "v2",
+            mode="kraft",
+            features=(("eligible.leader.replicas.version", 1),),
+        ),
         KafkaVersion(
             "3.3.1-ibp0.10",
             "3.3.1",
             "2.13",
-            "hw",
+            "3.3.1-ibp0.10",
             "v1",
             broker_props={
                 "inter.broker.protocol.version": "0.10.2",

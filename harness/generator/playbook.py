@@ -35,7 +35,7 @@ from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_
 from harness.client.producer import Delivery, Producer
 from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster, TopicSpec
 from harness.db.versions import KafkaVersion
-from harness.metadata.zk import PartitionView, ZkView
+from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
 from harness.readback.logformat import read_partition_dir
 from reference_model.events import Event
@@ -48,6 +48,10 @@ LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
 LAI_DONE = re.compile(r"(?i)(completed|ignoring) LeaderAndIsr request")
 # The controller's log of LeaderAndIsr sent: one line per request (3.x) or per partition
 # (0.10-2.x); test brokers host one partition, so either counts requests.
+# KRaft (and 3.x ZooKeeper) brokers: Partition.makeLeader / makeFollower, per partition.
+STARTS_AT_EPOCH = re.compile(
+    rf"(?:Leader|Follower) {TOPIC}-{PARTITION} (?:with topic id \S+ )?starts at leader epoch (\d+)"
+)
 LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) with")
 LAI_SENT_PARTITION = re.compile(
     r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
@@ -121,17 +125,20 @@ class Playbook:
         self.user_paused: set[str] = set()  # paused by a scenario step
         self.flushed: dict[str, int] = {n: 0 for n in self.names}
         self.checkpoint_hw: dict[str, int] = {}
-        self.zk = ZkView(cluster.zk_connect())
+        self.kraft = cluster.mode.name == "kraft"
+        self.meta = cluster.metadata()
+        self._admin: Any = None
         self.producer = Producer(cluster.bootstrap(), scenario.acks)
         self._consumer: Any = None
         self._lai_base: dict[str, tuple[int, int]] = {}
+        self._model_step = 0  # the model state whose controller liveness the run follows
 
     # ------------------------------------------------------------------ observing
 
     def view(self) -> PartitionView:
-        v = self.zk.partition()
+        v = self.meta.partition()
         if v is None:
-            raise FenceTimeout("the test partition has no state in ZooKeeper")
+            raise FenceTimeout("the controller has no state for the test partition")
         return v
 
     def leader(self) -> str | None:
@@ -159,6 +166,8 @@ class Playbook:
         """
         from confluent_kafka import Consumer, TopicPartition
 
+        if self.kraft:
+            return self._leader_hw_admin()
         if self._consumer is None:
             self._consumer = Consumer(
                 {
@@ -181,6 +190,32 @@ class Playbook:
             self._consumer = None
             return -1
 
+    def _leader_hw_admin(self) -> int:
+        """KRaft: ListOffsets(latest) through an admin client.
+
+        A consumer with a group id would make the brokers create ``__consumer_offsets`` on a
+        test broker (KRaft has no broker that faults never touch to put it on).
+        """
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+        if self._admin is None:
+            self._admin = AdminClient(
+                {
+                    "bootstrap.servers": self.cluster.bootstrap(),
+                    "log_level": 0,
+                    "metadata.max.age.ms": 1000,
+                }
+            )
+        tp = TopicPartition(TOPIC, PARTITION)
+        try:
+            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+            futs = self._admin.list_offsets({tp: latest}, request_timeout=2.0)
+            return int(futs[tp].result(timeout=3.0).offset)
+        except Exception:  # "no answer" is the observation
+            self._admin = None
+            return -1
+
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
         v = self.view()
         return Observation(
@@ -198,11 +233,7 @@ class Playbook:
         try:
             v = self.view()
             leos = {n: self.leo(n) for n in self.names}
-            return (
-                f"leader={self.by_id.get(v.leader, v.leader)} epoch={v.leader_epoch} "
-                f"isr={[self.by_id.get(i, i) for i in v.isr]} live={list(v.live)} "
-                f"leo={leos}"
-            )
+            return f"{v.describe()} leo={leos} (broker ids: {self.ids})"
         except Exception as exc:
             return f"(cluster unreadable: {exc})"
 
@@ -210,13 +241,15 @@ class Playbook:
 
     def _hold(self, name: str) -> None:
         if name not in self.down and name not in self.held and self.cluster.is_running(name):
-            nemesis.pause(self.cluster, name)
             self.held.add(name)
+            self._sync_sessions()
+            nemesis.pause(self.cluster, name)
 
     def _release(self, name: str) -> None:
         if name in self.held:
             nemesis.resume(self.cluster, name)
             self.held.discard(name)
+            self._sync_sessions()
 
     def _leader_ready(self, name: str) -> None:
         """Resume a newly elected leader and wait until it has taken up its leadership.
@@ -237,7 +270,7 @@ class Playbook:
         lead_id = self.ids[order[0]]
 
         def ready() -> bool:
-            v = self.zk.partition()
+            v = self.meta.partition()
             return v is not None and v.leader == lead_id and v.isr == want_isr
 
         wait_until(ready, f"{order[0]} to lead with ISR {sorted(order)}", self.timeout, self._seen)
@@ -258,8 +291,12 @@ class Playbook:
         before = self.prediction.steps[k - 1].state
         notes: list[str] = []
         cfg = self.prediction.config
+        self._model_step = k - 1
         for e in expand(cfg, before, ev, self.scenario.records_per_produce):
+            self._sync_sessions()
             notes.append(self._apply(k, e) or "")
+        self._model_step = k
+        self._sync_sessions()
         text = ev.describe(cfg.brokers)
         obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
         self.progress(
@@ -317,7 +354,7 @@ class Playbook:
             return 0
         return path.read_text(errors="replace").count("Truncating")
 
-    def _caught_up(self, name: str, truncations_before: int) -> None:
+    def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
 
         Equal LEOs alone are not enough from 0.11 on: a follower that still has to truncate
@@ -331,17 +368,32 @@ class Playbook:
         if lead is None or lead in self.down or lead == name:
             return
 
+        stable = [0]
+
         def done() -> bool:
+            # The truncation count is read before the logs, and a divergent-but-equal-length
+            # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
+            # cuts the log and fetches on, so one read can fall between the two.
+            truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
+                stable[0] = 0
                 return False
             if [r for _, _, r in mine] == [r for _, _, r in theirs]:
                 return True
-            return not self.version.epoch_on_disk or self._truncations(name) > truncations_before
+            if not self.version.epoch_on_disk:
+                return True
+            stable[0] = stable[0] + 1 if truncated else 0
+            return stable[0] >= 2
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
+        # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
+        # min.insync.replicas: never wait past what the model says the leader's HW is.
+        st = self.prediction.steps[k].state
+        if 0 <= st.controller.leader < len(self.names) and self.names[st.controller.leader] == lead:
+            settled = min(settled, st.replicas[st.controller.leader].hw)
         wait_until(
             lambda: self.leader_hw() >= settled,
             f"leader HW to reach {settled}",
@@ -374,9 +426,28 @@ class Playbook:
         before = self._truncations(name)
         self._release(name)
         try:
-            self._caught_up(name, before)
+            self._caught_up(name, before, k)
+            note = self._isr_joined(k, name)
         finally:
             self._hold(name)
+        return note
+
+    def _isr_joined(self, k: int, name: str) -> str:
+        """Fence: a follower the model puts back into the ISR is back in the controller's.
+
+        The leader expands the ISR asynchronously (a ZooKeeper write, AlterIsr or
+        AlterPartition to the controller), so a later step (a crash of the leader) could
+        otherwise overtake it. Not reached in a few seconds is an observation, not a hang:
+        the step's notes say so and the verdict compares the outcome.
+        """
+        want = self.prediction.steps[k].state.controller.isr
+        bid = self.ids[name]
+        if self.names.index(name) not in want or bid in self.view().isr:
+            return ""
+        try:
+            wait_until(lambda: bid in self.view().isr, f"{name} to rejoin the ISR", 10.0)
+        except FenceTimeout:
+            return f"the model has {name} back in the ISR; the controller still has {self._seen()}"
         return ""
 
     do_fetch_request = do_fetch  # the answer's HW lives only in memory; see README
@@ -403,6 +474,7 @@ class Playbook:
 
     def _after_kill(self, name: str) -> None:
         self.down.add(name)
+        self._sync_sessions()
         self.held.discard(name)
         self.user_paused.discard(name)
         if name in self.checkpoint_hw:
@@ -438,6 +510,7 @@ class Playbook:
         if name in self.user_paused:
             nemesis.resume(self.cluster, name)
             self.user_paused.discard(name)
+            self._sync_sessions()
         return ""
 
     def _await_controller(self, name: str) -> None:
@@ -468,24 +541,32 @@ class Playbook:
             )
         if name not in self.down:
             raise StepPrevented(f"step {k}: detect {name}: a live broker's session does not expire")
-        self.zk.expire_registration(self.ids[name])
+        self.cluster.declare_dead(name)
         self._await_controller(name)
         return ""
 
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         if ev.replica in before.controller.live:
+            why = (
+                "a KRaft controller refuses the new registration while the old heartbeat "
+                "session lives (DuplicateBrokerRegistrationException) and registers it with "
+                "a new broker epoch afterwards"
+                if self.kraft
+                else "a ZooKeeper-mode controller sees every bounce (the old session must "
+                f"expire before {name} can register again)"
+            )
             raise StepPrevented(
-                f"step {k}: restart {name} before the controller noticed its failure: a "
-                f"ZooKeeper-mode controller sees every bounce (the old session must expire "
-                f"before {name} can register again); add 'detect: {name}' before it"
+                f"step {k}: restart {name} before the controller noticed its failure: {why}; "
+                f"add 'detect: {name}' before it"
             )
         if name not in self.down:
             return f"{name} is already running"
         lead = self.leader()
         if lead is not None and lead not in self.down:
             self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
-        self._mark_start(name)
+        if not self.kraft:
+            self._mark_start(name)
         self.cluster.start_broker(name)
         self.down.discard(name)
         wait_until(
@@ -494,13 +575,14 @@ class Playbook:
             self.timeout,
             self._seen,
         )
-        sent0 = self._lai_base[name][0]
-        wait_until(
-            lambda: self._lai_sent(name) > sent0,
-            f"the controller to send {name} its LeaderAndIsr",
-            self.timeout,
-            self._seen,
-        )
+        if not self.kraft:
+            sent0 = self._lai_base[name][0]
+            wait_until(
+                lambda: self._lai_sent(name) > sent0,
+                f"the controller to send {name} its LeaderAndIsr",
+                self.timeout,
+                self._seen,
+            )
         self._lai_settled(name)
         new_lead = self.leader()
         if new_lead == name:
@@ -510,6 +592,26 @@ class Playbook:
         else:
             self._hold(name)  # the leader stays held until a step needs it
         return ""
+
+    def _applied_or_none(self, name: str) -> bool:
+        try:
+            return self._kraft_applied(name)
+        except Exception:  # not answering yet
+            return False
+
+    def _sync_sessions(self) -> None:
+        """KRaft: keep the controller's liveness view on the script (see KRaftMode).
+
+        Brokers the model's controller still counts as live but that cannot heartbeat
+        (paused by the harness or the scenario, or crashed and not yet detected) get their
+        session kept by the harness.
+        """
+        if not self.kraft:
+            return
+        live = self.prediction.steps[self._model_step].state.controller.live
+        silent = self.held | self.user_paused | self.down
+        keep = {n for i, n in enumerate(self.names) if i in live and n in silent}
+        self.cluster.mode.keep_alive(self.cluster, keep)
 
     def _lai_done(self, name: str) -> int:
         path = self.cluster.state_change_log(name)
@@ -536,8 +638,51 @@ class Playbook:
         sent0, done0 = self._lai_base.get(name, (0, 0))
         return (self._lai_sent(name) - sent0) - (self._lai_done(name) - done0)
 
+    def _kraft_applied(self, name: str) -> bool:
+        """KRaft: broker ``name``'s metadata cache shows the controller's latest decision.
+
+        There is no LeaderAndIsr in KRaft: brokers apply the metadata log
+        (``BrokerMetadataPublisher`` -> ``ReplicaManager.applyDelta``). A broker whose
+        Metadata answer has the controller's leader, leader epoch and ISR has published that
+        image, which is when it became leader or follower of the new epoch.
+        """
+        from harness.client.wire import partition_view
+
+        v = self.view()
+        host, port = self.cluster.broker_address(name)
+        seen = partition_view(host, port, TOPIC, PARTITION, self.ids[name])
+        if not (
+            seen is not None
+            and seen.leader == v.leader
+            and seen.leader_epoch == v.leader_epoch
+            and seen.isr == v.isr
+        ):
+            return False
+        # The metadata cache is published before ReplicaManager.applyDelta runs: wait for
+        # Partition.makeLeader/makeFollower to log the epoch too (its epoch cache is then
+        # written), unless the partition is offline.
+        return v.leader < 0 or self._replica_epoch(name) == v.leader_epoch
+
+    def _replica_epoch(self, name: str) -> int:
+        """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
+        path = self.cluster.state_change_log(name)
+        if path is None or not path.exists():
+            return -1
+        found = STARTS_AT_EPOCH.findall(path.read_text(errors="replace"))
+        return int(found[-1]) if found else -1
+
     def _lai_settled(self, name: str) -> None:
         """Fence: the broker processed every LeaderAndIsr the controller sent it."""
+        if self.kraft:
+            if name in self.down or not self.cluster.is_running(name):
+                return
+            wait_until(
+                lambda: self._applied_or_none(name),
+                f"{name} to apply the controller's latest decision",
+                self.timeout,
+                self._seen,
+            )
+            return
         wait_until(
             lambda: self._lai_pending(name) <= 0,
             f"{name} to process the LeaderAndIsr requests sent to it",
@@ -550,7 +695,7 @@ class Playbook:
     def finish(self) -> dict[str, Any]:
         """Read what the run left: producer reports, final state, halted brokers."""
         self.producer.close(timeout=5.0)
-        v = self.zk.partition()
+        v = self.meta.partition()
         halted = [
             n
             for n in self.names
@@ -575,7 +720,9 @@ class Playbook:
         if self._consumer is not None:
             with contextlib.suppress(Exception):
                 self._consumer.close()
-        self.zk.close()
+        self.meta.close()
+        if self._admin is not None:
+            self._admin = None
 
 
 UNSUPPORTED = {

@@ -26,6 +26,7 @@ from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
 from harness.db.versions import KafkaVersion, resolve_version
 from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, to_document
 
@@ -75,6 +76,7 @@ def play(
     (folder / "model.json").write_text(json.dumps(prediction.to_json(), indent=2))
     workdir = folder / "cluster"
     observations: list[Observation] = []
+    epoch_files: dict[str, list[tuple[int, int]]] = {}
     logs: dict[str, list[tuple[int, int, str]]] = {}
     finish: dict[str, Any] = {}
     failure = ""
@@ -100,6 +102,7 @@ def play(
             status, failure = "fence_timeout", str(exc)
         finally:
             logs = {n: book.log(n) for n in scenario.brokers}
+            epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
             book.close()
     except ClusterError as exc:
         status, failure = "error", str(exc)
@@ -108,11 +111,10 @@ def play(
         _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
     elapsed = time.perf_counter() - t0
 
-    predicted = pd.DataFrame(prediction.replica_rows(run_id))
-    observed = pd.DataFrame(
-        _observed_rows(run_id, logs),
-        columns=["run_id", "source", "replica", "offset", "epoch", "record"],
-    )
+    columns = ["run_id", "source", "replica", "offset", "epoch", "record"]
+    # every log can end empty (kip966-last-replica-standing without ELR): keep the columns
+    predicted = pd.DataFrame(prediction.replica_rows(run_id), columns=columns)
+    observed = pd.DataFrame(_observed_rows(run_id, logs), columns=columns)
     verdict: Verdict | None = None
     deliveries = finish.get("deliveries", {})
     lost: list[str] = []
@@ -142,6 +144,15 @@ def play(
             [o.leo for o in observations],
             outcomes,
         )
+        if version.epoch_on_disk:
+            final = prediction.steps[-1].state.replicas
+            verdict.epoch_checkpoints = {
+                n: {
+                    "predicted": [list(e) for e in r.epochs],
+                    "observed": [list(e) for e in epoch_files.get(n, [])],
+                }
+                for n, r in zip(scenario.brokers, final, strict=True)
+            }
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
@@ -204,6 +215,15 @@ def play(
     if status != "ok" or not (workdir / "KEEP").exists():
         shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
     return info, prediction, verdict
+
+
+def _epoch_checkpoint(cluster: Cluster, name: str) -> list[tuple[int, int]]:
+    """Broker ``name``'s leader-epoch-checkpoint for the test partition ([] if absent)."""
+    path = cluster.partition_dir(name) / "leader-epoch-checkpoint"
+    try:
+        return read_leader_epoch_checkpoint(path) if path.exists() else []
+    except Exception:  # a torn file after a crash is an observation of its own
+        return [(-1, -1)]
 
 
 def _copy_broker_logs(workdir: Path, dest: Path, names: list[str]) -> None:

@@ -11,20 +11,10 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from harness.db import PARTITION, TOPIC
-
-
-@dataclass(frozen=True)
-class PartitionView:
-    leader: int  # -1 when offline
-    leader_epoch: int
-    isr: tuple[int, ...]
-    live: tuple[int, ...]  # registered broker ids
-    controller: int
-
+from harness.metadata import PartitionView
 
 # kazoo logs every dropped connection; brokers and ZooKeeper dying is this harness's job.
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)

@@ -1,0 +1,350 @@
+"""Rules as data, versions as profiles.
+
+Each behavioural difference between Kafka releases that changes what the model tracks
+(final replica contents, acknowledged writes lost, divergence, ISR/ELR, leader and leader
+epoch) is a :class:`Rule`: the Kafka change that introduced it (KIP or JIRA), the first
+release of each release line that has it (a fix backported to a bug-fix release counts from
+that release), the mode it applies to, and the broker class and method it mirrors. A
+*profile* (``generations.Generation``) is the set of rules in force for one release; it is
+what :func:`resolve` returns for ``2.8.2``, ``3.3.1-kraft``, ``4.0.0-elr`` and so on.
+
+Names accepted by :func:`resolve` (and so by ``generations.generation`` and
+``run.run_scenario``):
+
+- an era alias: ``hw``, ``kip101``, ``kip279``, ``kip320``; ``kraft`` (= ``4.0.0``) and
+  ``kraft-elr`` (= ``4.0.0-elr``);
+- a release number ``0.10.0.0`` .. ``4.1.x`` (0.x releases have four parts, later ones
+  three; ``x`` stands for the newest patch), ZooKeeper mode below 4.0 and KRaft from 4.0;
+- suffixes: ``-kraft`` (KRaft mode, from 3.3), ``-zk`` (ZooKeeper mode, below 4.0),
+  ``-elr`` (KIP-966 feature on; from 4.0, the default from 4.1), ``-no-elr`` (feature off),
+  ``-ibpX.Y`` (ZooKeeper broker pinned to ``inter.broker.protocol.version`` X.Y, e.g.
+  ``3.3.1-ibp0.10``, which replicates like ``hw``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from reference_model.generations import GENERATIONS, Generation, build
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One behavioural switch of the model, with the Kafka change behind it."""
+
+    name: str  # the Generation flag it sets
+    change: str  # KIP / JIRA that introduced it
+    since: tuple[str, ...]  # first release per line that has it, oldest line first
+    mirrors: str  # broker class and method the model mirrors
+    summary: str  # what changes, in one line
+    mode: str = "any"  # any | zk | kraft: where the rule exists at all
+    needs_ibp: str = ""  # lowest inter.broker.protocol.version that turns it on (ZK mode)
+    feature: str = ""  # "elr": only with eligible.leader.replicas.version=1
+    boundary: str = ""  # scenario or test ordering whose outcome differs on its two sides
+
+
+RULES: dict[str, Rule] = {
+    r.name: r
+    for r in (
+        Rule(
+            "epoch_in_log",
+            "KIP-101 (KAFKA-1211), message format v2",
+            ("0.11.0.0",),
+            "kafka.log.Log.append (LogValidator assigns partitionLeaderEpoch); "
+            "kafka.server.epoch.LeaderEpochFileCache.assign",
+            "batches carry the leader epoch and append extends leader-epoch-checkpoint",
+            needs_ibp="0.11",
+            boundary="tests/test_profiles.py::test_kip101_boundary",
+        ),
+        Rule(
+            "epoch_truncation",
+            "KIP-101 (KAFKA-1211)",
+            ("0.11.0.0",),
+            "kafka.server.ReplicaFetcherThread.maybeTruncate / fetchEpochsFromLeader",
+            "a new follower truncates by OffsetsForLeaderEpoch, not to its HW",
+            needs_ibp="0.11",
+            boundary="scenarios/kip101-scenario1.yaml, "
+            "tests/test_profiles.py::test_kip101_boundary",
+        ),
+        Rule(
+            "epoch_walkback",
+            "KIP-279 (KAFKA-6361)",
+            ("2.0.0",),
+            "kafka.server.epoch.LeaderEpochFileCache.endOffsetFor; "
+            "kafka.server.AbstractFetcherThread.getOffsetTruncationState",
+            "answer (largest epoch <= requested, its end); the follower steps back and asks again",
+            needs_ibp="2.0",
+            boundary="scenarios/kip279-fast-leader-change.yaml, "
+            "tests/test_profiles.py::test_kip279_boundary",
+        ),
+        Rule(
+            "assign_epoch_on_leader",
+            "KAFKA-7415",
+            ("2.0.1", "2.1.0"),
+            "kafka.cluster.Partition.makeLeader (epochCache.assign(leaderEpoch, LEO)); "
+            "LeaderEpochFileCache.endOffsetFor (epoch below the first entry)",
+            "a new leader caches (epoch, LEO); an epoch older than the cache gets its first start",
+            needs_ibp="0.11",
+            boundary="tests/test_profiles.py::test_kafka_7415_boundary",
+        ),
+        Rule(
+            "isr_join_epoch_start",
+            "KAFKA-7128",
+            ("2.0.1", "2.1.0"),
+            "kafka.cluster.Partition.maybeExpandIsr (leaderEpochStartOffsetOpt)",
+            "a follower joins the ISR only once its LEO reaches the leader's epoch start offset",
+            boundary="tests/test_profiles.py::test_kafka_7128_boundary",
+        ),
+        Rule(
+            "truncate_on_missed_epoch",
+            "KAFKA-7164",
+            ("2.0.1", "2.1.0"),
+            "kafka.cluster.Partition.makeFollower (leader unchanged and epoch +0/+1 only)",
+            "a follower that missed a leader epoch change truncates even if the leader is the same",
+            boundary="tests/test_profiles.py::test_kafka_7164_boundary",
+        ),
+        Rule(
+            "out_of_range_truncates",
+            "KAFKA-7414",
+            ("2.1.0",),
+            "kafka.server.AbstractFetcherThread.fetchOffsetAndTruncate "
+            "(before: ReplicaFetcherThread.handleOffsetOutOfRange halts)",
+            "a follower ahead of the leader truncates to its LEO instead of halting the broker",
+            boundary="tests/test_profiles.py::test_kafka_7414_boundary",
+        ),
+        Rule(
+            "fencing",
+            "KIP-320 (KAFKA-7395)",
+            ("2.1.0",),
+            "kafka.server.ReplicaManager.fetchMessages / Partition.fetchOffsetForLeaderEpoch "
+            "(currentLeaderEpoch); AbstractFetcherThread.processFetchRequest",
+            "stale-epoch Fetch/OffsetsForLeaderEpoch fenced, superseded responses dropped",
+            needs_ibp="2.1",
+            boundary="scenarios/kip320-zombie-follower.yaml, "
+            "tests/test_profiles.py::test_kip320_boundary",
+        ),
+        Rule(
+            "truncate_in_fetch",
+            "KAFKA-10554 (KIP-595 DivergingEpoch in Fetch)",
+            ("2.8.0",),
+            "kafka.server.AbstractFetcherThread.processFetchRequest (divergingEpoch -> "
+            "truncateOnFetchResponse); ReplicaFetcherThread.isTruncationOnFetchSupported",
+            "the truncation decision rides on the first Fetch: a follower whose log then ends "
+            "at the leader's LEO has fetched, and is back in the ISR, in the same round",
+            needs_ibp="2.7",
+            boundary="scenarios/kip101-scenario1.yaml, "
+            "tests/test_profiles.py::test_kafka_10554_boundary",
+        ),
+        Rule(
+            "hw_needs_min_isr",
+            "KAFKA-15583",
+            ("3.7.0",),
+            "kafka.cluster.Partition.maybeIncrementLeaderHW (isUnderMinIsr)",
+            "the leader's HW does not advance while the ISR is below min.insync.replicas",
+            boundary="tests/test_profiles.py::test_kafka_15583_boundary",
+        ),
+        Rule(
+            "kraft",
+            "KIP-500 / KIP-631 (KRaft controller)",
+            ("3.3.0",),
+            "org.apache.kafka.controller.ReplicationControlManager.generateLeaderAndIsrUpdates; "
+            "ClusterControlManager.registerBroker (new incarnation = shutdown of the old one)",
+            "the quorum controller fences brokers; a re-registration ends the previous "
+            "incarnation (removed from the ISR, leadership moved); the ISR is never emptied "
+            "without ELR",
+            mode="kraft",
+            boundary="tests/test_profiles.py::test_kraft_restart_without_detect",
+        ),
+        Rule(
+            "no_epoch_bump_on_isr_shrink",
+            "KAFKA-15021 (metadata.version 3.6-IV0)",
+            ("3.6.0",),
+            "org.apache.kafka.controller.PartitionChangeBuilder."
+            "triggerLeaderEpochBumpForIsrShrinkIfNeeded",
+            "an ISR shrink without a leader change keeps the leader epoch",
+            mode="kraft",
+            boundary="scenarios/kraft-isr-shrink-epoch.yaml, "
+            "tests/test_profiles.py::test_kafka_15021_boundary",
+        ),
+        Rule(
+            "kraft_unclean_from_config",
+            "KAFKA-12670",
+            ("3.9.0",),
+            "org.apache.kafka.controller.ConfigurationControlManager."
+            "uncleanLeaderElectionEnabledForTopic",
+            "the KRaft controller honours unclean.leader.election.enable "
+            "(before: ElectLeaders only)",
+            mode="kraft",
+            boundary="tests/test_profiles.py::test_kafka_12670_boundary",
+        ),
+        Rule(
+            "elr",
+            "KIP-966 (eligible.leader.replicas.version=1)",
+            ("4.0.0",),
+            "org.apache.kafka.controller.PartitionChangeBuilder.maybePopulateTargetElr / "
+            "isValidNewLeader / maybeUpdateRecordElr / maybeUpdateLastKnownLeader",
+            "below min ISR the ISR may empty; ELR members stay electable; unclean election "
+            "clears ELR",
+            mode="kraft",
+            feature="elr",
+            boundary="scenarios/kip966-last-replica-standing.yaml, "
+            "tests/test_profiles.py::test_kip966_boundary",
+        ),
+        Rule(
+            "unclean_shutdown_detection",
+            "KIP-966 (clean-shutdown marker, previousBrokerEpoch)",
+            ("4.0.0",),
+            "org.apache.kafka.controller.ClusterControlManager.registerBroker; "
+            "ReplicationControlManager.handleBrokerShutdown",
+            "a broker re-registering after an unclean shutdown leaves the ISR and the ELR",
+            mode="kraft",
+            feature="elr",
+            boundary="scenarios/kip966-last-replica-standing.yaml",
+        ),
+    )
+}
+
+# Release lines from 0.10.0 to 4.1 (0.x lines have three parts, later ones two).
+LINES: tuple[Version, ...] = (
+    (0, 10, 0),
+    (0, 10, 1),
+    (0, 10, 2),
+    (0, 11, 0),
+    (1, 0),
+    (1, 1),
+    *((2, m) for m in range(9)),
+    *((3, m) for m in range(10)),
+    (4, 0),
+    (4, 1),
+)
+NEWEST_PATCH = 99  # what "x" stands for in 4.1.x
+
+FORMS = (
+    "hw, kip101, kip279, kip320, kraft, kraft-elr, or a release 0.10.0.0..4.1.x "
+    "(e.g. 2.8.2, 3.7.1, 4.0.0) with optional -kraft, -zk, -elr, -no-elr, -ibpX.Y "
+    "(e.g. 3.3.1-kraft, 4.0.0-elr, 3.3.1-ibp0.10)"
+)
+
+_ALIASES = {"kraft": "4.0.0", "kraft-elr": "4.0.0-elr"}
+_NUMBER = re.compile(r"^\d+(\.\d+)*(\.x)?$")
+
+
+def _line(v: Version) -> Version:
+    return v[:3] if v[0] == 0 else v[:2]
+
+
+def parse_version(text: str) -> Version:
+    """``0.10.2.1`` -> (0, 10, 2, 1); ``2.8.2`` -> (2, 8, 2); ``4.1.x`` -> (4, 1, 99)."""
+    if not _NUMBER.match(text):
+        raise ValueError(f"not a Kafka release number: {text!r} (valid: {FORMS})")
+    parts = tuple(NEWEST_PATCH if p == "x" else int(p) for p in text.split("."))
+    want = 4 if parts[0] == 0 else 3
+    if len(parts) != want or _line(parts) not in LINES:
+        raise ValueError(f"not a Kafka release 0.10.0.0..4.1.x: {text!r} (valid: {FORMS})")
+    return parts
+
+
+def in_release(rule: Rule, v: Version) -> bool:
+    """Whether the broker code of release ``v`` has ``rule`` (backports included).
+
+    The entry of ``rule.since`` on the newest line at or below ``v``'s decides: same line,
+    from that release on; an older line, only if that entry is the mainline one (the last).
+    """
+    since = [parse_version(s) for s in rule.since]
+    below = [s for s in since if _line(s) <= _line(v)]
+    if not below:
+        return False
+    s = below[-1]
+    if _line(s) == _line(v):
+        return v >= s
+    return s == since[-1]
+
+
+def _ibp(text: str) -> Version:
+    try:
+        return tuple(int(p) for p in text.split("."))
+    except ValueError:
+        raise ValueError(f"bad inter.broker.protocol.version {text!r} (valid: {FORMS})") from None
+
+
+def resolve(name: str) -> Generation:
+    """The profile for an era alias, release number or catalogue name (see module docstring)."""
+    if name in GENERATIONS:
+        return GENERATIONS[name]
+    text = _ALIASES.get(name, name)
+    number, *suffixes = text.split("-")
+    if number == "" or not _NUMBER.match(number):
+        raise ValueError(f"unknown protocol or Kafka version {name!r} (valid: {FORMS})")
+    v = parse_version(number)
+    kraft = v >= (4, 0)
+    elr = v >= (4, 1)
+    ibp: Version | None = None
+    k = 0
+    while k < len(suffixes):
+        s = suffixes[k]
+        if s == "kraft":
+            kraft = True
+        elif s == "zk":
+            kraft = False
+        elif s == "elr":
+            elr = True
+        elif s == "no" and k + 1 < len(suffixes) and suffixes[k + 1] == "elr":
+            elr = False
+            k += 1
+        elif s.startswith("ibp"):
+            ibp = _ibp(s[3:])
+        else:
+            raise ValueError(f"unknown suffix {s!r} in {name!r} (valid: {FORMS})")
+        k += 1
+    if kraft and v < (3, 3):
+        raise ValueError(f"{name!r}: KRaft mode is modelled from 3.3 (valid: {FORMS})")
+    if not kraft and v >= (4, 0):
+        raise ValueError(f"{name!r}: Kafka 4 has no ZooKeeper mode (valid: {FORMS})")
+    if kraft and ibp is not None:
+        raise ValueError(f"{name!r}: -ibp applies to ZooKeeper mode only (valid: {FORMS})")
+    if elr and not kraft:
+        raise ValueError(f"{name!r}: ELR needs KRaft (valid: {FORMS})")
+    if elr and v < (4, 0):
+        raise ValueError(f"{name!r}: ELR is available from 4.0 (valid: {FORMS})")
+    mode = "kraft" if kraft else "zk"
+    rules = set()
+    for r in RULES.values():
+        if not in_release(r, v):
+            continue
+        if r.mode not in ("any", mode):
+            continue
+        if r.feature == "elr" and not elr:
+            continue
+        if ibp is not None and r.needs_ibp and ibp < _ibp(r.needs_ibp):
+            continue
+        rules.add(r.name)
+    return build(name, _describe(v, mode, elr, ibp), frozenset(rules), mode)
+
+
+def _describe(v: Version, mode: str, elr: bool, ibp: Version | None) -> str:
+    out = ".".join("x" if p == NEWEST_PATCH else str(p) for p in v)
+    out += " KRaft" if mode == "kraft" else " ZooKeeper"
+    if elr:
+        out += " + ELR"
+    if ibp is not None:
+        out += " IBP " + ".".join(map(str, ibp))
+    return out
+
+
+def describe_rules(g: Generation) -> list[dict[str, str]]:
+    """The rules of a profile with their references (for ``--explain`` and the README)."""
+    return [
+        {"rule": r.name, "change": r.change, "since": ", ".join(r.since), "mirrors": r.mirrors}
+        for r in RULES.values()
+        if r.name in g.rules
+    ]
+
+
+def with_rule(g: Generation, rule: str, on: bool) -> Generation:
+    """``g`` with one rule switched on or off (the counterfactual behind ``--explain``)."""
+    rules = g.rules | {rule} if on else g.rules - {rule}
+    mode = "kraft" if "kraft" in rules else "zk"
+    return build(f"{g.name}{'+' if on else '-'}{rule}", g.kafka_versions, frozenset(rules), mode)

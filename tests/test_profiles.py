@@ -1,0 +1,468 @@
+"""Version profiles: name resolution, era agreement, and one ordering per rule boundary.
+
+Each boundary test plays one ordering on the last release without the rule and the first
+release with it, asserts the outcome on each side, and checks that switching only that rule
+off in the newer profile gives back the older outcome (so the difference is the rule's).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.cli import main as cli_main
+from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
+from reference_model.events import Event
+from reference_model.generations import GENERATIONS, Generation, generation
+from reference_model.profiles import RULES, in_release, parse_version, with_rule
+from reference_model.run import run_scenario
+from reference_model.scenario import Scenario
+
+OUTCOME = (
+    "replicas",
+    "hw",
+    "leo",
+    "epochs",
+    "checkpoint_hw",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "elr",
+    "last_known_elr",
+    "writes",
+    "lost_acked",
+    "divergent_offsets",
+    "outcomes",
+)
+
+
+def outcome(scenario: Scenario, gen: Generation | str) -> dict[str, Any]:
+    j = run_scenario(scenario, gen).to_json()
+    return {k: j[k] for k in OUTCOME}
+
+
+def ordering(
+    events: list[Event], brokers: int = 2, acks: str = "1", min_insync: int = 1
+) -> Scenario:
+    names = tuple("ABCD"[:brokers])
+    return Scenario(
+        name="boundary",
+        source="boundary",
+        description="",
+        fixed_by="",
+        brokers=names,
+        leader=0,
+        acks=acks,
+        min_insync=min_insync,
+        unclean=False,
+        steps=tuple(events),
+    )
+
+
+def E(kind: str, replica: int = -1, record: str = "") -> Event:
+    return Event(kind, replica, record)
+
+
+A, B, C, D = 0, 1, 2, 3
+
+
+def cat(name: str) -> Scenario:
+    return load_scenario(SCENARIO_DIR / f"{name}.yaml")
+
+
+# ----------------------------------------------------------------------- resolution
+
+
+@pytest.mark.parametrize(
+    ("name", "mode", "has", "lacks"),
+    [
+        ("hw", "zk", set(), {"epoch_truncation"}),
+        ("kip320", "zk", {"fencing", "assign_epoch_on_leader"}, {"hw_needs_min_isr", "kraft"}),
+        ("kraft", "kraft", {"kraft", "no_epoch_bump_on_isr_shrink"}, {"elr"}),
+        ("kraft-elr", "kraft", {"elr", "unclean_shutdown_detection"}, set()),
+        ("0.10.0.0", "zk", set(), {"epoch_in_log"}),
+        ("0.10.2.1", "zk", set(), {"epoch_in_log"}),
+        ("0.11.0.3", "zk", {"epoch_truncation"}, {"epoch_walkback"}),
+        ("2.0.0", "zk", {"epoch_walkback"}, {"assign_epoch_on_leader"}),
+        ("2.0.1", "zk", {"assign_epoch_on_leader", "isr_join_epoch_start"}, {"fencing"}),
+        ("2.1.1", "zk", {"fencing", "out_of_range_truncates"}, {"kraft"}),
+        ("2.8.2", "zk", {"fencing"}, {"hw_needs_min_isr"}),
+        ("3.3.1", "zk", {"fencing"}, {"kraft"}),
+        ("3.3.1-kraft", "kraft", {"kraft"}, {"no_epoch_bump_on_isr_shrink"}),
+        ("3.6.0-kraft", "kraft", {"no_epoch_bump_on_isr_shrink"}, {"hw_needs_min_isr"}),
+        ("3.7.1", "zk", {"hw_needs_min_isr"}, {"kraft"}),
+        ("3.8.1-kraft", "kraft", {"hw_needs_min_isr"}, {"kraft_unclean_from_config"}),
+        ("3.9.0-kraft", "kraft", {"kraft_unclean_from_config"}, {"elr"}),
+        ("4.0.0", "kraft", {"kraft_unclean_from_config"}, {"elr"}),
+        ("4.0.0-elr", "kraft", {"elr", "unclean_shutdown_detection"}, set()),
+        ("4.1.0", "kraft", {"elr"}, set()),
+        ("4.1.x", "kraft", {"elr"}, set()),
+        ("4.1.0-no-elr", "kraft", set(), {"elr"}),
+        ("3.3.1-ibp0.10", "zk", set(), {"epoch_in_log", "epoch_truncation", "fencing"}),
+        ("2.8.2-ibp2.0", "zk", {"epoch_walkback"}, {"fencing"}),
+    ],
+)
+def test_names_resolve_to_profiles(name: str, mode: str, has: set[str], lacks: set[str]) -> None:
+    g = generation(name)
+    assert g.mode == mode
+    assert has <= g.rules, has - g.rules
+    assert not lacks & g.rules, lacks & g.rules
+    for rule in RULES:  # flags and rule set agree
+        assert getattr(g, rule) == (rule in g.rules)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("kip999", "unknown protocol or Kafka version"),
+        ("9.9.9", "not a Kafka release"),
+        ("2.9.0", "not a Kafka release"),
+        ("0.9.0.1", "not a Kafka release"),
+        ("2.8", "not a Kafka release"),
+        ("4.0.0-zk", "no ZooKeeper mode"),
+        ("3.2.3-kraft", "KRaft mode is modelled from 3.3"),
+        ("3.7.1-elr", "ELR needs KRaft"),
+        ("3.9.0-kraft-elr", "ELR is available from 4.0"),
+        ("4.0.0-ibp0.10", "ZooKeeper mode only"),
+        ("3.3.1-foo", "unknown suffix"),
+    ],
+)
+def test_bad_names_fail_in_one_line_listing_the_forms(name: str, says: str) -> None:
+    with pytest.raises(ValueError) as exc:
+        generation(name)
+    msg = str(exc.value)
+    assert says in msg and "\n" not in msg
+    assert "3.3.1-kraft" in msg and "kip320" in msg  # lists the valid forms
+
+
+def test_backports_count_from_the_bug_fix_release() -> None:
+    r = RULES["assign_epoch_on_leader"]  # KAFKA-7415: 2.0.1 and 2.1.0
+    assert not in_release(r, parse_version("1.1.1"))
+    assert not in_release(r, parse_version("2.0.0"))
+    assert in_release(r, parse_version("2.0.1"))
+    assert in_release(r, parse_version("2.1.0"))
+    assert in_release(r, parse_version("3.9.0"))
+    assert parse_version("0.10.2.1") < parse_version("0.11.0.0") < parse_version("1.0.0")
+
+
+# Releases that an era alias stands for agree with it on every catalogue scenario.
+ERA_RELEASES = [
+    ("0.10.0.0", "hw"),
+    ("0.10.2.1", "hw"),
+    ("0.11.0.3", "kip101"),
+    ("1.1.1", "kip101"),
+    ("2.0.0", "kip279"),
+    ("2.1.1", "kip320"),
+    ("2.8.2", "kip320"),
+    ("3.3.1", "kip320"),
+    ("3.6.2", "kip320"),
+    ("4.0.0", "kraft"),
+    ("4.0.0-elr", "kraft-elr"),
+]
+
+
+@pytest.mark.parametrize(("release", "era"), ERA_RELEASES)
+def test_release_agrees_with_its_era_alias(release: str, era: str) -> None:
+    for path in catalogue():
+        s = load_scenario(path)
+        assert outcome(s, release) == outcome(s, era), path.stem
+
+
+def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
+    """3.3.1 with inter.broker.protocol.version 0.10: the epoch rules are off; only the
+    broker-code fixes that need no new protocol (KAFKA-7128/7164/7414) remain, and they
+    change nothing in the pre-KRaft catalogue."""
+    g = generation("3.3.1-ibp0.10")
+    assert g.rules == {"isr_join_epoch_start", "truncate_on_missed_epoch", "out_of_range_truncates"}
+    for path in catalogue():
+        if path.stem.startswith(("kip966", "kraft")):
+            continue
+        s = load_scenario(path)
+        assert outcome(s, g) == outcome(s, "hw"), path.stem
+
+
+def test_era_aliases_are_unchanged() -> None:
+    assert list(GENERATIONS) == ["hw", "kip101", "kip279", "kip320"]
+    assert generation("kip320") is GENERATIONS["kip320"]
+
+
+# ---------------------------------------------------------------- rule boundaries
+
+
+def test_kip101_boundary() -> None:
+    s = cat("kip101-scenario1")
+    assert outcome(s, "0.10.2.1")["lost_acked"] == ["m2"]
+    assert outcome(s, "0.11.0.0")["lost_acked"] == []
+    assert outcome(s, with_rule(generation("0.11.0.0"), "epoch_truncation", False))[
+        "lost_acked"
+    ] == ["m2"]
+    s2 = cat("kip101-scenario2")
+    assert {e["epoch"] for e in outcome(s2, "0.10.2.1")["replicas"]["A"]} == {-1}  # format v1
+    assert min(e["epoch"] for e in outcome(s2, "0.11.0.0")["replicas"]["A"]) >= 0
+
+
+def test_kip279_boundary() -> None:
+    s = cat("kip279-fast-leader-change")
+    assert outcome(s, "1.1.1")["divergent_offsets"] == [1]
+    assert outcome(s, "2.0.0")["divergent_offsets"] == []
+    off = with_rule(generation("2.0.0"), "epoch_walkback", False)
+    assert outcome(s, off)["divergent_offsets"] == [1]
+
+
+def test_kafka_7415_boundary() -> None:
+    """A new leader caches (epoch, LEO): leader-epoch-checkpoint of a leader that never
+    wrote in its epoch differs (2.0.0 vs 2.0.1)."""
+    s = cat("kip101-scenario1")
+    assert outcome(s, "2.0.0")["epochs"]["A"] == [[0, 0]]
+    assert outcome(s, "2.0.1")["epochs"]["A"] == [[0, 0], [2, 2]]
+    off = with_rule(generation("2.0.1"), "assign_epoch_on_leader", False)
+    assert outcome(s, off)["epochs"]["A"] == [[0, 0]]
+
+
+KAFKA_7128 = [
+    E("produce", record="m1"),
+    *(E("fetch", f) for f in (B, C, D, B, C, D)),  # m1 committed everywhere
+    E("crash", C),
+    E("detect", C),  # ISR {A, B, D}
+    E("produce", record="m2"),
+    E("fetch", B),  # B and D copy m2
+    E("fetch", D),
+    E("fetch_request", B),  # A sees B and D at 2: HW 2, m2 acknowledged; B's HW stays 1
+    E("fetch_request", D),
+    E("crash", A),
+    E("detect", A),  # B leads from offset 2 with HW 1 (it does not know D's LEO yet)
+    E("restart", C),  # C [m1] follows B
+    E("fetch_request", C),  # fetch offset 1 >= HW 1, but < B's epoch start 2
+    E("crash", B),
+    E("detect", B),  # the first live ISR member is elected: C if it joined, else D
+]
+
+
+def test_kafka_7128_boundary() -> None:
+    s = ordering(KAFKA_7128, brokers=4, acks="all", min_insync=2)
+    before, after = outcome(s, "2.0.0"), outcome(s, "2.0.1")
+    assert before["lost_acked"] == ["m2"] and before["leader"] == "C"
+    assert after["lost_acked"] == [] and after["leader"] == "D"
+    off = with_rule(generation("2.0.1"), "isr_join_epoch_start", False)
+    assert outcome(s, off)["lost_acked"] == ["m2"]
+
+
+KAFKA_7164 = [
+    E("produce", record="m1"),
+    E("fetch", B),
+    E("isr_shrink", B),  # B holds m1 but leaves the ISR
+    E("pause", B),  # B misses every LeaderAndIsr from here
+    E("power_loss", A),  # m1 unflushed on A
+    E("detect", A),  # offline, epoch 1
+    E("restart", A),  # A leads again, epoch 2, empty log
+    E("resume", B),  # B sees leader A (unchanged) at epoch 2
+    E("produce", record="m2"),
+    E("fetch", B),
+]
+
+
+def test_kafka_7164_boundary() -> None:
+    s = ordering(KAFKA_7164)
+    assert outcome(s, "2.0.0")["divergent_offsets"] == [0]  # B kept m1 under A's m2
+    assert outcome(s, "2.0.1")["divergent_offsets"] == []
+    off = with_rule(generation("2.0.1"), "truncate_on_missed_epoch", False)
+    assert outcome(s, off)["divergent_offsets"] == [0]
+
+
+KAFKA_7414 = [
+    E("produce", record="m1"),
+    E("fetch", B),
+    E("fetch", B),
+    E("flush", A),
+    E("produce", record="m2"),
+    E("fetch", B),
+    E("fetch", B),
+    E("power_loss", A),  # A loses m2
+    E("restart", A),  # the controller never noticed: A leads again with [m1]
+    E("fetch", B),  # B fetches at 2 > leader LEO 1
+]
+
+
+def test_kafka_7414_boundary() -> None:
+    s = ordering(KAFKA_7414)
+    assert outcome(s, "2.0.1")["outcomes"] == ["broker_halted:B"]
+    after = outcome(s, "2.1.0")
+    assert after["outcomes"] == [] and after["leo"]["B"] == 1
+    off = with_rule(generation("2.1.0"), "out_of_range_truncates", False)
+    assert outcome(s, off)["outcomes"] == ["broker_halted:B"]
+
+
+def test_kafka_10554_boundary() -> None:
+    """kip101-scenario1 in KRaft 3.x, which ignores unclean.leader.election.enable: before
+    2.8 A only truncates and stays out of the ISR, so B's fencing leaves the partition
+    offline; from 2.8 the truncation rides on a Fetch that puts A back in the ISR, and A is
+    elected cleanly (seen on real 3.3.1-kraft brokers)."""
+    s = cat("kip101-scenario1")
+    assert outcome(s, "3.3.1-kraft")["leader"] == "A"
+    off = with_rule(generation("3.3.1-kraft"), "truncate_in_fetch", False)
+    assert outcome(s, off)["leader"] is None
+
+
+def test_kip320_boundary() -> None:
+    s = cat("kip320-zombie-follower")
+    assert outcome(s, "2.0.1")["lost_acked"] == ["m3"]
+    assert outcome(s, "2.1.0")["lost_acked"] == []
+    assert outcome(s, with_rule(generation("2.1.0"), "fencing", False))["lost_acked"] == ["m3"]
+
+
+KAFKA_15583 = [
+    E("produce", record="m1"),
+    E("fetch", B),
+    E("fetch", B),
+    E("crash", B),
+    E("detect", B),  # ISR {A} < min.insync.replicas 2
+    E("produce", record="m2"),  # acks=1: appended and acknowledged
+]
+
+
+@pytest.mark.parametrize("mode", ["", "-kraft"])
+def test_kafka_15583_boundary(mode: str) -> None:
+    s = ordering(KAFKA_15583, acks="1", min_insync=2)
+    assert outcome(s, f"3.6.2{mode}")["hw"]["A"] == 2
+    assert outcome(s, f"3.7.0{mode}")["hw"]["A"] == 1  # the HW waits for the ISR to grow
+    off = with_rule(generation(f"3.7.0{mode}"), "hw_needs_min_isr", False)
+    assert outcome(s, off)["hw"]["A"] == 2
+
+
+def test_kraft_restart_without_detect() -> None:
+    """A bounce the controller never noticed: ZooKeeper keeps A as leader; a KRaft
+    re-registration ends A's previous incarnation, so B takes over."""
+    s = ordering([E("produce", record="m1"), E("fetch", B), E("fetch", B), E("crash", A)])
+    s = ordering([*s.steps, E("restart", A)])
+    zk, kraft = outcome(s, "3.3.1"), outcome(s, "3.3.1-kraft")
+    assert (zk["leader"], zk["leader_epoch"]) == ("A", 0)
+    assert (kraft["leader"], kraft["leader_epoch"], kraft["isr"]) == ("B", 1, ["B"])
+
+
+def test_kafka_15021_boundary() -> None:
+    s = cat("kraft-isr-shrink-epoch")
+    assert outcome(s, "3.5.2-kraft")["epochs"]["C"] == [[0, 0], [1, 1]]
+    assert outcome(s, "3.6.0-kraft")["epochs"]["C"] == [[0, 0]]
+    off = with_rule(generation("3.6.0-kraft"), "no_epoch_bump_on_isr_shrink", False)
+    assert outcome(s, off)["epochs"]["C"] == [[0, 0], [1, 1]]
+    assert outcome(s, "3.6.0")["epochs"]["C"] == [[0, 0], [1, 1]]  # ZooKeeper mode bumps
+
+
+def test_kafka_12670_boundary() -> None:
+    """Before 3.9 the KRaft controller ignores unclean.leader.election.enable."""
+    s = cat("acks1-unclean-election")
+    assert s.unclean
+    before, after = outcome(s, "3.8.1-kraft"), outcome(s, "3.9.0-kraft")
+    assert before["leader"] is None and before["lost_acked"] == []
+    assert after["leader"] == "B" and after["lost_acked"] == ["m2"]
+    assert outcome(s, "3.8.1")["lost_acked"] == ["m2"]  # ZooKeeper mode always honoured it
+    off = with_rule(generation("3.9.0-kraft"), "kraft_unclean_from_config", False)
+    assert outcome(s, off)["lost_acked"] == []
+
+
+def test_kip966_boundary() -> None:
+    s = cat("kip966-last-replica-standing")
+    for no_elr in ("3.9.0-kraft", "4.0.0", "4.1.0-no-elr"):
+        assert outcome(s, no_elr)["lost_acked"] == ["m1"], no_elr
+    for elr in ("4.0.0-elr", "4.1.0"):
+        j = outcome(s, elr)
+        assert j["lost_acked"] == [] and j["leader"] == "C", elr
+    # Without detecting A's unclean shutdown, A (an ELR member) would be elected empty.
+    off = with_rule(generation("4.0.0-elr"), "unclean_shutdown_detection", False)
+    j = outcome(s, off)
+    assert j["lost_acked"] == ["m1"] and j["leader"] == "A"
+
+
+def test_elr_empty_isr_keeps_last_known_elr() -> None:
+    s = cat("kip966-last-replica-standing")
+    steps = run_scenario(s, "4.0.0-elr").to_json()["steps"]
+    detect = next(x for x in steps if x["event"] == "detect A")
+    assert detect["isr"] == [] and detect["last_known_elr"] == ["A"]
+    no_elr = run_scenario(s, "4.0.0").to_json()["steps"]
+    detect = next(x for x in no_elr if x["event"] == "detect A")
+    assert detect["isr"] == ["A"] and detect["elr"] == []  # last ISR member kept
+
+
+def test_every_rule_has_a_boundary_test_or_scenario() -> None:
+    here = Path(__file__).read_text()
+    for r in RULES.values():
+        assert r.boundary, r.name
+        for ref in r.boundary.split(", "):
+            path, _, test = ref.partition("::")
+            assert (Path(__file__).parent.parent / path).exists(), ref
+            if test and path.endswith("test_profiles.py"):
+                assert f"def {test}(" in here, ref
+
+
+# ------------------------------------------------------------------------------ CLI
+
+
+def test_cli_model_kafka_json(capsys: pytest.CaptureFixture[str]) -> None:
+    scen = str(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
+    assert cli_main(["model", scen, "--kafka", "4.0.0-elr", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert j["protocol"] == "4.0.0-elr" and j["mode"] == "kraft" and "elr" in j["rules"]
+    assert j["lost_acked"] == [] and j["elr"] == [] and j["leader"] == "C"
+    assert cli_main(["model", scen, "--kafka", "2.8.2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["mode"] == "zk"
+
+
+def test_cli_model_explain_names_rules_and_references(capsys: pytest.CaptureFixture[str]) -> None:
+    scen = str(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
+    assert cli_main(["model", scen, "--kafka", "4.0.0-elr", "--explain", "--json"]) == 0
+    j = json.loads(capsys.readouterr().out)
+    assert {r["rule"] for r in j["profile"]} == set(j["rules"])
+    by_event = {s["event"]: {r["rule"]: r for r in s["rules"]} for s in j["explain"]}
+    assert by_event["restart A"]["unclean_shutdown_detection"]["change"].startswith("KIP-966")
+    assert by_event["restart C"]["elr"]["in_profile"]
+    assert cli_main(["model", scen, "--kafka", "4.0.0", "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "would differ with elr (KIP-966" in text
+    assert "KAFKA-15021" in text
+
+
+def test_cli_rejects_unknown_version_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    scen = str(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["model", scen, "--kafka", "5.0.0"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "not a Kafka release" in err and "5.0.0" in err
+
+
+def elect(replica: int, unclean: bool) -> Event:
+    return Event("elect", replica, unclean=unclean)
+
+
+def test_kraft_unclean_election_only_through_elect_leaders() -> None:
+    """3.3-3.8 KRaft: the config is ignored, ElectLeaders UNCLEAN (kafka-leader-election.sh
+    --election-type unclean) elects a live replica of a leaderless partition."""
+    steps = [
+        E("produce", record="m1"),
+        E("fetch", B),
+        E("fetch", B),
+        E("crash", B),
+        E("detect", B),  # ISR {A}
+        E("produce", record="m2"),  # acks=1: acknowledged by A alone
+        E("crash", A),
+        E("detect", A),  # offline, A stays the last ISR member
+        E("restart", B),
+    ]
+    s = ordering(steps)
+    offline = outcome(s, "3.3.1-kraft")
+    assert offline["leader"] is None and offline["isr"] == ["A"]
+    forced = outcome(ordering([*steps, elect(B, True)]), "3.3.1-kraft")
+    assert (forced["leader"], forced["isr"], forced["lost_acked"]) == ("B", ["B"], ["m2"])
+    # With a leader, ElectLeaders UNCLEAN is ELECTION_NOT_NEEDED.
+    again = run_scenario(ordering([*steps, elect(B, True), elect(A, True)]), "3.3.1-kraft")
+    assert "ELECTION_NOT_NEEDED" in again.steps[-1].notes[0]
+    assert again.to_json()["leader"] == "B"
+
+
+def test_kraft_preferred_election_moves_leadership_within_the_isr() -> None:
+    s = ordering([E("produce", record="m1"), E("fetch", B), E("fetch", B), elect(B, False)])
+    j = outcome(s, "4.0.0")
+    assert (j["leader"], j["leader_epoch"], j["isr"]) == ("B", 1, ["A", "B"])

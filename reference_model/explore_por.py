@@ -32,6 +32,7 @@ from reference_model.state import PartitionState
 LOCAL = frozenset({"checkpoint", "flush"})
 FETCHES = frozenset({"fetch", "fetch_request"})
 FOLLOWER_ONLY = frozenset({"fetch_response", "leader_epoch_request"})
+COMMUTING = LOCAL | FETCHES | FOLLOWER_ONLY  # kinds independent of something; others never
 
 
 def independent(st: PartitionState, a: Event, b: Event) -> bool:

@@ -83,6 +83,8 @@ FIELDS: dict[str, dict[str, Kind]] = {
         "isr": REPLICA_SET,
         "needs_truncation": PLAIN,
         "remote_leo": PER_REPLICA_PLAIN,
+        "leader_start": PLAIN,  # an offset (KAFKA-7128)
+        "unclean_stop": PLAIN,  # KIP-966
     },
     "Controller": {
         "leader": REPLICA,
@@ -91,6 +93,8 @@ FIELDS: dict[str, dict[str, Kind]] = {
         "live": REPLICA_SET,
         "pending": REPLICA_SET,
         "held": REPLICA_SET,
+        "elr": REPLICA_SET,  # KIP-966 EligibleLeaderReplicas
+        "last_known_elr": REPLICA_SET,  # KIP-966 LastKnownElr
     },
     "FetchResponse": {
         "leader": REPLICA,
@@ -246,8 +250,37 @@ def _transform_expr(kind: Kind, v: str) -> str:
     if tag == "multiset":
         return f"_ordered_ms({v}, {sub}, pm, inv, rn, order_{kind.sub})"
     if tag == "per_replica":
-        return f"tuple([None if {v}[k] is None else {sub}({v}[k], pm, inv, rn) for k in inv])"
+        return (
+            f"tuple([None if {v}[k] is None else _cached({sub}, {v}[k], pm, inv, rn) for k in inv])"
+        )
     raise ValueError(f"explorer symmetry: unknown field kind {tag!r}")
+
+
+_CACHE: dict[Any, Any] = {}
+_CACHE_MAX = 400_000
+
+
+def _cached(tr: Encoder, o: Any, pm: Any, inv: Any, rn: Any) -> Any:
+    """Relabelled per-replica values, memoised when no record is renamed.
+
+    A successor state shares every untouched replica object with its parent, so the same
+    replica is relabelled under the same permutation again and again. The memo is cleared
+    when it grows past ``_CACHE_MAX`` entries (it only saves time, never changes a key).
+    """
+    if type(rn) is not _Same:
+        return tr(o, pm, inv, rn)
+    k = (o, pm)
+    r = _CACHE.get(k)
+    if r is None:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        r = _CACHE[k] = tr(o, pm, inv, rn)
+    return r
+
+
+def clear_cache() -> None:
+    """Drop the relabelling memo (the explorer calls it when a search ends)."""
+    _CACHE.clear()
 
 
 def _ordered_ms(
@@ -263,7 +296,7 @@ def _build_transforms() -> dict[str, Encoder]:
     position of their first record field in ``rn``'s new ids (writes: production order).
     """
     classes = state_classes()
-    ns: dict[str, Any] = {"_new": tuple.__new__, "_ordered_ms": _ordered_ms}
+    ns: dict[str, Any] = {"_new": tuple.__new__, "_ordered_ms": _ordered_ms, "_cached": _cached}
     src = []
     for name, kinds in FIELDS.items():
         cls = classes[name]
@@ -331,6 +364,7 @@ class Canonicaliser:
 
     def __init__(self, replicas: int, symmetry: bool, record_renaming: bool) -> None:
         check_classification()
+        _CACHE.clear()
         self.n = replicas
         self.symmetry = symmetry
         self.record_renaming = record_renaming

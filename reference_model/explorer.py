@@ -18,8 +18,8 @@ from typing import NamedTuple
 from reference_model.events import Event
 from reference_model.explore_fast import fast_replace
 from reference_model.explore_invariants import TRANSITION_INVARIANTS, judged_violations
-from reference_model.explore_por import independent
-from reference_model.explore_symmetry import Canonicaliser
+from reference_model.explore_por import COMMUTING, independent
+from reference_model.explore_symmetry import Canonicaliser, clear_cache
 from reference_model.generations import Generation
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
@@ -143,15 +143,16 @@ def explore(
     unclean: bool = False,
     max_counterexamples: int = 5,
     max_states: int = 0,
-    progress: Callable[[int, int, int], None] | None = None,
+    progress: Callable[[int, int, int], bool | None] | None = None,
     reductions: Reductions = ALL_REDUCTIONS,
     settled_only: bool = True,
 ) -> ExploreResult:
     """Search every ordering under ``bounds``; one shortest counterexample per invariant.
 
-    ``progress(states, depth, queued)`` is called every 50,000 states. The cyclic garbage
-    collector is paused meanwhile: states are acyclic tuples, and its scans of the
-    ever-growing visited set cost a third of the run time. ``settled_only`` judges state
+    ``progress(states, depth, queued)`` is called every 50,000 states; when it returns True
+    the search stops there (not exhausted): callers with a time budget keep the clock. The
+    cyclic garbage collector is paused meanwhile: states are acyclic tuples, and its scans of
+    the ever-growing visited set cost a third of the run time. ``settled_only`` judges state
     invariants on settled states only (``explore_invariants``).
     """
     enabled = gc.isenabled()
@@ -171,11 +172,13 @@ def explore(
                 settled_only,
             )
     finally:
+        clear_cache()
         if enabled:
             gc.enable()
 
 
 Key = Hashable
+_EMPTY: frozenset[Event] = frozenset()
 Link = tuple[Key, Event] | None
 
 
@@ -187,7 +190,7 @@ def _explore(
     unclean: bool,
     max_counterexamples: int,
     max_states: int,
-    progress: Callable[[int, int, int], None] | None,
+    progress: Callable[[int, int, int], bool | None] | None,
     red: Reductions,
     settled_only: bool,
 ) -> ExploreResult:
@@ -213,6 +216,7 @@ def _explore(
     por = red.por
     depth = 0
     next_mark = 50_000
+    stopped = False
 
     def report(bad: list[str], path: list[Event]) -> None:
         new_bad = [v for v in bad if v not in found]
@@ -236,7 +240,7 @@ def _explore(
                 nxt = apply(cfg, st, ev)[0]
                 result.transitions += 1
                 if nxt is st:
-                    if por:
+                    if por and ev.kind in COMMUTING:
                         done.append(ev)
                     continue
                 # Cheap exits first: a state that is its own canonical form, or a concrete state
@@ -273,7 +277,8 @@ def _explore(
                                 nxt_frontier[idx] = (s2, k2, z2 & z)
                             elif z2:
                                 nxt_frontier[idx] = (s2, k2, empty)
-                        done.append(ev)
+                        if ev.kind in COMMUTING:
+                            done.append(ev)
                     continue
                 parent[nk] = (k, ev)
                 result.depth = depth + 1
@@ -285,12 +290,14 @@ def _explore(
                 z = _child_sleep(st, ev, sleep, done) if por else empty
                 if por:
                     level[nk] = len(nxt_frontier)
-                    done.append(ev)
+                    if ev.kind in COMMUTING:
+                        done.append(ev)
                 nxt_frontier.append((nxt, nk, z))
                 if progress is not None and len(parent) >= next_mark:
                     next_mark += 50_000
-                    progress(len(parent), depth + 1, len(nxt_frontier))
-            if max_states and len(parent) >= max_states:
+                    if progress(len(parent), depth + 1, len(nxt_frontier)):
+                        stopped = True
+            if stopped or (max_states and len(parent) >= max_states):
                 result.exhausted = False
                 break
         if not result.exhausted:
@@ -305,8 +312,8 @@ def _child_sleep(
     st: PartitionState, ev: Event, sleep: frozenset[Event], done: list[Event]
 ) -> frozenset[Event]:
     """Sleep set of ``st.ev``: earlier siblings and inherited sleepers that commute with ev."""
-    if not sleep and not done:
-        return frozenset()
+    if (not sleep and not done) or ev.kind not in COMMUTING:
+        return _EMPTY
     return frozenset(b for b in (*sleep, *done) if independent(st, b, ev))
 
 

@@ -44,11 +44,10 @@ ONLY = {
 
 CASES = [
     ("hw", Bounds()),
-    ("kip101", Bounds()),
     ("kip320", Bounds(power_losses=1, crashes=1)),
     ("hw", Bounds(replicas=3, records=1, crashes=1)),
     ("kip279", Bounds(records=1, split_fetch=True)),
-    ("hw", Bounds(records=1, crashes=1, delayed_leader_and_isr=True)),
+    ("kip101", Bounds(records=1, crashes=1, delayed_leader_and_isr=True)),
 ]
 
 

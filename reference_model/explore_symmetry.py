@@ -419,8 +419,15 @@ class Canonicaliser:
         length and epochs (not record ids), its own view of who leads, its membership in the
         controller's sets and whether it has a fetch in flight.
         """
-        ctrl = st.controller
         plain = self._plain_of_replica
+        reps = st.replicas
+        # Fast path: the plain fields alone already order the replicas (the signature's first
+        # component, so this is the same order the full signature gives).
+        plains = [plain(rep) for rep in reps]
+        order = sorted(range(self.n), key=plains.__getitem__, reverse=True)
+        if all(plains[order[j]] != plains[order[j + 1]] for j in range(self.n - 1)):
+            return [tuple(order)]
+        ctrl = st.controller
         sets: list[Any] = [ctrl[k] for k in self._ctrl_sets]
         leads: list[Any] = [ctrl[k] for k in self._ctrl_leader]
         inflight = st.inflight

@@ -2,8 +2,28 @@
 
 Why breadth-first: the first violation found for an invariant is one of the shortest
 orderings that break it, i.e. a minimal counterexample a human can read and the harness can
-replay. States are deduplicated on their full value (they are hashable tuples), so the search
-ends when every reachable state under the bounds has been expanded.
+replay. The search runs level by level and ends when every reachable state under the bounds
+has been expanded.
+
+Reductions (issue 13), each switchable (``Reductions``, ``hwchaos explore --no-...``):
+
+- *symmetry*: states equal up to a permutation of replica indices are deduplicated as one
+  (``explore_symmetry``; every field holding indices is classified there);
+- *record renaming*: likewise for record ids (they are only ever compared for equality);
+- *partial-order reduction*: sleep sets skip the second order of commuting steps
+  (``explore_por``); it skips transitions, never states;
+- *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search.
+
+The frontier keeps the first *concrete* state met for each canonical key, and parent links
+record the concrete event applied, so every counterexample is a real path from the initial
+state and replays as printed. Soundness: record renaming and the sleep sets are exact. Replica
+symmetry is exact for every rule but one: the controller picks among eligible replicas in
+assignment order (``OfflinePartitionLeaderSelector``: first live ISR member), so two
+followers that swapped contents may later see different elections. The tests compare the
+minimal counterexamples with and without each reduction under several protocols and bounds;
+``--no-symmetry`` gives the plain search when in doubt.
+
+Invariants are judged on settled states only (issue 9, ``explore_invariants``).
 
 Pure: no I/O, no clock. ``harness.cli.explore`` times it and writes the scenario files.
 """

@@ -44,7 +44,7 @@ ONLY = {
 
 CASES = [
     ("hw", Bounds()),
-    ("kip320", Bounds(power_losses=1, crashes=1)),
+    ("kip320", Bounds(records=1, power_losses=1, crashes=1)),
     ("hw", Bounds(replicas=3, records=1, crashes=1)),
     ("kip279", Bounds(records=1, split_fetch=True)),
     ("kip101", Bounds(records=1, crashes=1, delayed_leader_and_isr=True)),

@@ -48,7 +48,7 @@ def test_leader_merely_down_is_not_a_loss() -> None:
 
 
 def test_explorer_no_longer_reports_the_false_positive() -> None:
-    b = Bounds(power_losses=1, crashes=1)
+    b = Bounds(records=1, power_losses=1, crashes=1)
     old = explore(generation("kip320"), b, settled_only=False)
     old_steps = {c.invariant: c.events for c in old.counterexamples}
     assert old_steps.get("acked_lost") == FALSE_POSITIVE, "the pre-issue-9 judgement finds it"

@@ -2,8 +2,28 @@
 
 Why breadth-first: the first violation found for an invariant is one of the shortest
 orderings that break it, i.e. a minimal counterexample a human can read and the harness can
-replay. States are deduplicated on their full value (they are hashable tuples), so the search
-ends when every reachable state under the bounds has been expanded.
+replay. The search runs level by level and ends when every reachable state under the bounds
+has been expanded.
+
+Reductions (issue 13), each switchable (``Reductions``, ``hwchaos explore --no-...``):
+
+- *symmetry*: states equal up to a permutation of replica indices are deduplicated as one
+  (``explore_symmetry``; every field holding indices is classified there);
+- *record renaming*: likewise for record ids (they are only ever compared for equality);
+- *partial-order reduction*: sleep sets skip the second order of commuting steps
+  (``explore_por``); it skips transitions, never states;
+- *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search.
+
+The frontier keeps the first *concrete* state met for each canonical key, and parent links
+record the concrete event applied, so every counterexample is a real path from the initial
+state and replays as printed. Soundness: record renaming and the sleep sets are exact. Replica
+symmetry is exact for every rule but one: the controller picks among eligible replicas in
+assignment order (``OfflinePartitionLeaderSelector``: first live ISR member), so two
+followers that swapped contents may later see different elections. The tests compare the
+minimal counterexamples with and without each reduction under several protocols and bounds;
+``--no-symmetry`` gives the plain search when in doubt.
+
+Invariants are judged on settled states only (issue 9, ``explore_invariants``).
 
 Pure: no I/O, no clock. ``harness.cli.explore`` times it and writes the scenario files.
 """
@@ -11,16 +31,19 @@ Pure: no I/O, no clock. ``harness.cli.explore`` times it and writes the scenario
 from __future__ import annotations
 
 import gc
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from reference_model.events import Event
+from reference_model.explore_fast import fast_replace
+from reference_model.explore_invariants import TRANSITION_INVARIANTS, judged_violations
+from reference_model.explore_por import COMMUTING, independent
+from reference_model.explore_symmetry import Canonicaliser, clear_cache
 from reference_model.generations import Generation
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
 from reference_model.transitions import apply
-from reference_model.verdict import violations
 
 
 @dataclass(frozen=True)
@@ -53,6 +76,25 @@ class ExploreResult:
     counterexamples: list[Counterexample] = field(default_factory=list)
 
 
+class Reductions(NamedTuple):
+    """Which reductions the search uses; each can be switched off to compare (``--no-...``).
+
+    ``symmetry``: states equal up to a permutation of replica indices are one state.
+    ``record_renaming``: states equal up to a renaming of record ids are one state.
+    ``por``: sleep-set partial-order reduction over commuting steps (``explore_por``).
+    ``fast_replace``: the generated NamedTuple ``_replace`` (``explore_fast``), speed only.
+    """
+
+    symmetry: bool = True
+    record_renaming: bool = True
+    por: bool = True
+    fast_replace: bool = True
+
+
+ALL_REDUCTIONS = Reductions()
+NO_REDUCTIONS = Reductions(symmetry=False, record_renaming=False, por=False, fast_replace=False)
+
+
 def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
     """Events worth trying from ``st``: cheap preconditions prune certain no-ops."""
     n = len(st.replicas)
@@ -60,7 +102,7 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
     gen = cfg.generation
     produced = len(st.writes)
     if produced < b.records and ctrl.leader != NO_LEADER:
-        yield Event("produce", record=f"m{produced + 1}")
+        yield _event("produce", record=f"m{produced + 1}")
     holds: list[frozenset[int]] = [frozenset()]
     if b.delayed_leader_and_isr:
         holds += [frozenset({j}) for j in range(n)]
@@ -69,34 +111,48 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
             if r.role == "follower" and r.leader != NO_LEADER:
                 if b.split_fetch:
                     if st.inflight[i] is None:
-                        yield Event("fetch_request", i)
+                        yield _event("fetch_request", i)
                 else:
-                    yield Event("fetch", i)
+                    yield _event("fetch", i)
                 if r.needs_truncation and gen.epoch_truncation:
-                    yield Event("leader_epoch_request", i)
+                    yield _event("leader_epoch_request", i)
             if b.split_fetch and st.inflight[i] is not None:
-                yield Event("fetch_response", i)
+                yield _event("fetch_response", i)
             if b.checkpoints and r.checkpoint_hw != r.hw:
-                yield Event("checkpoint", i)
+                yield _event("checkpoint", i)
             if b.power_losses and r.flushed != len(r.log):
-                yield Event("flush", i)
+                yield _event("flush", i)
             if st.crashes < b.crashes:
-                yield Event("crash", i)
+                yield _event("crash", i)
             if st.power_losses < b.power_losses:
-                yield Event("power_loss", i)
+                yield _event("power_loss", i)
             if b.isr_shrink and i != ctrl.leader and i in ctrl.isr and ctrl.leader != NO_LEADER:
-                yield Event("isr_shrink", i)
+                yield _event("isr_shrink", i)
         else:
             if not r.alive:
                 for h in holds:
                     if i not in h:
-                        yield Event("restart", i, hold=h)
+                        yield _event("restart", i, hold=h)
             if i in ctrl.live:
                 for h in holds:
                     if i not in h:
-                        yield Event("detect", i, hold=h)
+                        yield _event("detect", i, hold=h)
         if i in ctrl.held:
-            yield Event("leader_and_isr", i)
+            yield _event("leader_and_isr", i)
+
+
+_EVENTS: dict[tuple[str, int, str, frozenset[int]], Event] = {}
+
+
+def _event(
+    kind: str, replica: int = -1, record: str = "", hold: frozenset[int] = frozenset()
+) -> Event:
+    """Interned events: the alphabet is tiny and rebuilt for every state."""
+    k = (kind, replica, record, hold)
+    ev = _EVENTS.get(k)
+    if ev is None:
+        ev = _EVENTS[k] = Event(kind, replica, record, hold=hold)
+    return ev
 
 
 def explore(
@@ -107,23 +163,43 @@ def explore(
     unclean: bool = False,
     max_counterexamples: int = 5,
     max_states: int = 0,
-    progress: Callable[[int, int, int], None] | None = None,
+    progress: Callable[[int, int, int], bool | None] | None = None,
+    reductions: Reductions = ALL_REDUCTIONS,
+    settled_only: bool = True,
 ) -> ExploreResult:
     """Search every ordering under ``bounds``; one shortest counterexample per invariant.
 
-    ``progress(states, depth, queued)`` is called every 50,000 states. The cyclic garbage
-    collector is paused meanwhile: states are acyclic tuples, and its scans of the
-    ever-growing visited set cost a third of the run time.
+    ``progress(states, depth, queued)`` is called every 50,000 states; when it returns True
+    the search stops there (not exhausted): callers with a time budget keep the clock. The
+    cyclic garbage collector is paused meanwhile: states are acyclic tuples, and its scans of
+    the ever-growing visited set cost a third of the run time. ``settled_only`` judges state
+    invariants on settled states only (``explore_invariants``).
     """
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _explore(
-            gen, bounds, acks, min_insync, unclean, max_counterexamples, max_states, progress
-        )
+        with fast_replace(reductions.fast_replace):
+            return _explore(
+                gen,
+                bounds,
+                acks,
+                min_insync,
+                unclean,
+                max_counterexamples,
+                max_states,
+                progress,
+                reductions,
+                settled_only,
+            )
     finally:
+        clear_cache()
         if enabled:
             gc.enable()
+
+
+Key = Hashable
+_EMPTY: frozenset[Event] = frozenset()
+Link = tuple[Key, Event] | None
 
 
 def _explore(
@@ -134,55 +210,136 @@ def _explore(
     unclean: bool,
     max_counterexamples: int,
     max_states: int,
-    progress: Callable[[int, int, int], None] | None,
+    progress: Callable[[int, int, int], bool | None] | None,
+    red: Reductions,
+    settled_only: bool,
 ) -> ExploreResult:
+    """Level-by-level breadth-first search over canonical keys.
+
+    The frontier holds concrete states (the first met for each key), so every path is a real
+    sequence of events from the initial state: a counterexample replays as printed. Parent
+    links go key -> (parent key, event), which is all a path needs.
+    """
     names = tuple(chr(ord("A") + i) for i in range(bounds.replicas))
     cfg = Config(names, gen, acks, min(min_insync, bounds.replicas), unclean)
     start = initial_state(cfg, 0)
-    parent: dict[PartitionState, tuple[PartitionState, Event] | None] = {start: None}
-    depth_of = {start: 0}
-    queue: deque[PartitionState] = deque([start])
+    canon = Canonicaliser(bounds.replicas, red.symmetry, red.record_renaming)
+    key = canon.key
+    k0 = key(start)
+    parent: dict[Key, Link] = {k0: None}
+    broken: set[Key] = set()
+    aliases: dict[PartitionState, Key] = {}  # concrete state -> its canonical key, when differ
+    empty: frozenset[Event] = frozenset()
+    frontier: list[tuple[PartitionState, Key, frozenset[Event]]] = [(start, k0, empty)]
     result = ExploreResult()
     found: set[str] = set()
-    while queue:
-        st = queue.popleft()
-        d = depth_of[st]
-        if bounds.max_depth and d >= bounds.max_depth:
-            result.exhausted = False
-            continue
-        for ev in alphabet(cfg, bounds, st):
-            nxt, _ = apply(cfg, st, ev)
-            result.transitions += 1
-            if nxt in parent:
-                continue
-            parent[nxt] = (st, ev)
-            depth_of[nxt] = d + 1
-            if progress is not None and len(parent) % 50_000 == 0:
-                progress(len(parent), d + 1, len(queue))
-            if d + 1 > result.depth:
-                result.depth = d + 1
-            bad = violations(cfg, st, nxt)
-            new_bad = [v for v in bad if v not in found]
-            if new_bad and len(result.counterexamples) < max_counterexamples:
-                path = _path(parent, nxt)
-                for v in new_bad:
-                    found.add(v)
-                    result.counterexamples.append(Counterexample(v, path))
-            if bad:
-                continue  # do not extend a broken state: its successors repeat the finding
-            queue.append(nxt)
-        if max_states and len(parent) >= max_states:
+    por = red.por
+    depth = 0
+    next_mark = 50_000
+    stopped = False
+
+    def report(bad: list[str], path: list[Event]) -> None:
+        new_bad = [v for v in bad if v not in found]
+        for v in new_bad:
+            if len(result.counterexamples) < max_counterexamples:
+                found.add(v)
+                result.counterexamples.append(Counterexample(v, path))
+
+    while frontier:
+        if bounds.max_depth and depth >= bounds.max_depth:
             result.exhausted = False
             break
+        # key -> (index in nxt_frontier); same-level duplicates intersect their sleep sets
+        level: dict[Key, int] = {}
+        nxt_frontier: list[tuple[PartitionState, Key, frozenset[Event]]] = []
+        for st, k, sleep in frontier:
+            done: list[Event] = []  # explored here, in order, results not broken
+            for ev in alphabet(cfg, bounds, st):
+                if por and ev in sleep:
+                    continue
+                nxt = apply(cfg, st, ev)[0]
+                result.transitions += 1
+                if nxt is st:
+                    if por and ev.kind in COMMUTING:
+                        done.append(ev)
+                    continue
+                # Cheap exits first: a state that is its own canonical form, or a concrete state
+                # met before, is a duplicate without computing its canonical form.
+                nk: Key
+                if nxt in parent:
+                    nk = nxt
+                elif nxt in aliases:
+                    nk = aliases[nxt]
+                else:
+                    nk = key(nxt)
+                    if nk is not nxt:
+                        aliases[nxt] = nk
+                if nk in parent:
+                    if nk in broken:
+                        continue
+                    if nxt.controller.leader != st.controller.leader and any(
+                        v not in found for v in TRANSITION_INVARIANTS
+                    ):
+                        # A transition invariant can break on an edge into a known state.
+                        bad = [
+                            v
+                            for v in judged_violations(cfg, st, nxt, settled_only)
+                            if v in TRANSITION_INVARIANTS
+                        ]
+                        if bad and any(v not in found for v in bad):
+                            report(bad, [*_path(parent, k), ev])
+                    if por:
+                        idx = level.get(nk)
+                        if idx is not None:
+                            s2, k2, z2 = nxt_frontier[idx]
+                            if s2 == nxt:
+                                z = _child_sleep(st, ev, sleep, done)
+                                nxt_frontier[idx] = (s2, k2, z2 & z)
+                            elif z2:
+                                nxt_frontier[idx] = (s2, k2, empty)
+                        if ev.kind in COMMUTING:
+                            done.append(ev)
+                    continue
+                parent[nk] = (k, ev)
+                result.depth = depth + 1
+                bad = judged_violations(cfg, st, nxt, settled_only)
+                if bad:
+                    report(bad, _path(parent, nk))
+                    broken.add(nk)
+                    continue  # do not extend a broken state: its successors repeat the finding
+                z = _child_sleep(st, ev, sleep, done) if por else empty
+                if por:
+                    level[nk] = len(nxt_frontier)
+                    if ev.kind in COMMUTING:
+                        done.append(ev)
+                nxt_frontier.append((nxt, nk, z))
+                if progress is not None and len(parent) >= next_mark:
+                    next_mark += 50_000
+                    if progress(len(parent), depth + 1, len(nxt_frontier)):
+                        stopped = True
+            if stopped or (max_states and len(parent) >= max_states):
+                result.exhausted = False
+                break
+        if not result.exhausted:
+            break
+        frontier = nxt_frontier
+        depth += 1
     result.states = len(parent)
     return result
 
 
-def _path(
-    parent: dict[PartitionState, tuple[PartitionState, Event] | None], st: PartitionState
-) -> list[Event]:
+def _child_sleep(
+    st: PartitionState, ev: Event, sleep: frozenset[Event], done: list[Event]
+) -> frozenset[Event]:
+    """Sleep set of ``st.ev``: earlier siblings and inherited sleepers that commute with ev."""
+    if (not sleep and not done) or ev.kind not in COMMUTING:
+        return _EMPTY
+    return frozenset(b for b in (*sleep, *done) if independent(st, b, ev))
+
+
+def _path(parent: dict[Key, Link], k: Key) -> list[Event]:
     out: list[Event] = []
-    link = parent[st]
+    link = parent[k]
     while link is not None:
         prev, ev = link
         out.append(ev)

@@ -127,6 +127,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--split-fetch", action="store_true", help="fetch request and response as separate events"
     )
+    p.add_argument(
+        "--no-symmetry", action="store_true", help="no reduction over interchangeable replicas"
+    )
+    p.add_argument(
+        "--no-record-renaming", action="store_true", help="no reduction over record-id renaming"
+    )
+    p.add_argument("--no-por", action="store_true", help="no partial-order (sleep-set) reduction")
+    p.add_argument(
+        "--no-fast-replace", action="store_true", help="use the stock NamedTuple _replace"
+    )
+    p.add_argument(
+        "--judge-every-state",
+        action="store_true",
+        help="judge invariants on every state, not only settled ones (pre-issue-9 behaviour)",
+    )
     p.add_argument("--out", default="scenarios/found", help="where counterexamples are written")
     p.add_argument("--max-counterexamples", type=int, default=5)
     p.add_argument("--max-states", type=int, default=0, help="stop after N states (0 = none)")

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from reference_model.explorer import Bounds, counterexample_scenario, explore
+from reference_model.explorer import Bounds, Reductions, counterexample_scenario, explore
 from reference_model.generations import generation
 from reference_model.scenario import to_document
 
@@ -32,9 +32,17 @@ def main(args: argparse.Namespace) -> int:
         split_fetch=args.split_fetch,
         delayed_leader_and_isr=args.delayed_leader_and_isr,
     )
+    reductions = Reductions(
+        symmetry=not args.no_symmetry,
+        record_renaming=not args.no_record_renaming,
+        por=not args.no_por,
+        fast_replace=not args.no_fast_replace,
+    )
+    settled_only = not args.judge_every_state
     if not args.json:
-        print(f"exploring {gen.name} with {bounds} ...", file=sys.stderr)
+        print(f"exploring {gen.name} with {bounds} {reductions} ...", file=sys.stderr)
     t0 = time.perf_counter()
+    c0 = time.process_time()
 
     def progress(states: int, depth: int, queued: int) -> None:
         rate = states / max(time.perf_counter() - t0, 1e-9)
@@ -53,8 +61,11 @@ def main(args: argparse.Namespace) -> int:
         args.max_counterexamples,
         args.max_states,
         progress,
+        reductions,
+        settled_only,
     )
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     out_dir = Path(args.out)
     files: list[dict[str, Any]] = []
     for cx in res.counterexamples:
@@ -77,12 +88,16 @@ def main(args: argparse.Namespace) -> int:
     summary = {
         "protocol": gen.name,
         "bounds": dataclasses.asdict(bounds),
+        "reductions": reductions._asdict(),
+        "settled_only": settled_only,
         "states": res.states,
         "transitions": res.transitions,
         "depth": res.depth,
         "exhausted": res.exhausted,
         "seconds": round(elapsed, 3),
+        "cpu_seconds": round(cpu, 3),
         "states_per_second": round(res.states / elapsed) if elapsed > 0 else res.states,
+        "states_per_cpu_second": round(res.states / cpu) if cpu > 0 else res.states,
         "counterexamples": files,
     }
     if args.json:

@@ -1,0 +1,521 @@
+"""Canonical keys of partition states: replica symmetry and record-id renaming.
+
+Why: the explorer deduplicates states. Two states that differ only in which broker index plays
+which part (B and C swapped) or in which record id a write got (m1 and m2 swapped) lead to the
+same orderings up to that renaming, so only one of them needs expanding. The key of a state is
+the smallest encoding over the renamings that could map it onto another state; the explorer
+keeps the first concrete state it met for each key, so every counterexample it prints is a
+real, replayable path (never a relabelled one).
+
+Every field of every state ``NamedTuple`` must be classified in ``FIELDS`` (does it hold a
+replica index, a set of them, a per-replica tuple, a record id, a nested value, or a plain
+value?). A field nobody classified would be copied as plain and silently break the renaming,
+so ``check_classification`` refuses to run with one and names it (the KRaft/ELR work adds
+fields to these classes).
+
+Soundness (see ``README``-level note in ``explorer.py``): record renaming is exact (record ids
+are only compared for equality, and writes are only read as a multiset). Replica permutation is
+exact for every rule except the controller's choice among several eligible replicas, which
+follows the assignment order (``OfflinePartitionLeaderSelector``: first live ISR member); the
+explorer's tests compare its counterexamples with and without it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from reference_model import state as state_module
+from reference_model.state import PartitionState
+
+
+class Kind(NamedTuple):
+    """How one field is renamed. ``sub`` names the element class for nested kinds."""
+
+    tag: str
+    sub: str = ""
+
+
+PLAIN = Kind("plain")  # copied as is (ints, strings, bools, tuples of those)
+REPLICA = Kind("replica")  # one replica index, or a negative sentinel (NO_LEADER)
+REPLICA_SET = Kind("replica_set")  # frozenset of replica indices
+PER_REPLICA_PLAIN = Kind("per_replica_plain")  # tuple indexed by replica, plain elements
+RECORD = Kind("record")  # one record id
+
+
+def nested(cls: str) -> Kind:
+    """A field holding one value of state class ``cls``."""
+    return Kind("nested", cls)
+
+
+def seq(cls: str) -> Kind:
+    """An ordered tuple of ``cls`` values (order is meaningful, e.g. a log)."""
+    return Kind("seq", cls)
+
+
+def multiset(cls: str) -> Kind:
+    """A tuple of ``cls`` values whose order means nothing to any rule (writes)."""
+    return Kind("multiset", cls)
+
+
+def per_replica(cls: str) -> Kind:
+    """A tuple indexed by replica whose elements are ``cls`` values or None."""
+    return Kind("per_replica", cls)
+
+
+# Every field of every state class, classified. Keep in step with reference_model/state.py.
+FIELDS: dict[str, dict[str, Kind]] = {
+    "LogEntry": {"epoch": PLAIN, "record": RECORD},
+    "Replica": {
+        "log": seq("LogEntry"),
+        "hw": PLAIN,
+        "checkpoint_hw": PLAIN,
+        "flushed": PLAIN,
+        "epochs": PLAIN,
+        "alive": PLAIN,
+        "paused": PLAIN,
+        "halted": PLAIN,
+        "role": PLAIN,
+        "leader": REPLICA,
+        "epoch": PLAIN,
+        "isr": REPLICA_SET,
+        "needs_truncation": PLAIN,
+        "remote_leo": PER_REPLICA_PLAIN,
+        "leader_start": PLAIN,  # an offset (KAFKA-7128)
+        "unclean_stop": PLAIN,  # KIP-966
+    },
+    "Controller": {
+        "leader": REPLICA,
+        "epoch": PLAIN,
+        "isr": REPLICA_SET,
+        "live": REPLICA_SET,
+        "pending": REPLICA_SET,
+        "held": REPLICA_SET,
+        "elr": REPLICA_SET,  # KIP-966 EligibleLeaderReplicas
+        "last_known_elr": REPLICA_SET,  # KIP-966 LastKnownElr
+    },
+    "FetchResponse": {
+        "leader": REPLICA,
+        "leader_epoch": PLAIN,
+        "fetch_offset": PLAIN,
+        "entries": seq("LogEntry"),
+        "hw": PLAIN,
+    },
+    "Write": {
+        "record": RECORD,
+        "status": PLAIN,
+        "offset": PLAIN,
+        "leader": REPLICA,
+        "epoch": PLAIN,
+    },
+    "PartitionState": {
+        "replicas": per_replica("Replica"),
+        "controller": nested("Controller"),
+        "inflight": per_replica("FetchResponse"),
+        "writes": multiset("Write"),
+        "crashes": PLAIN,
+        "power_losses": PLAIN,
+    },
+}
+
+# NamedTuples of state.py that are not part of a state (static settings).
+NOT_STATE = {"Config"}
+
+
+def state_classes() -> dict[str, type]:
+    """Every NamedTuple class defined in reference_model/state.py."""
+    out: dict[str, type] = {}
+    for name, obj in vars(state_module).items():
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, tuple)
+            and hasattr(obj, "_fields")
+            and obj.__module__ == state_module.__name__
+        ):
+            out[name] = obj
+    return out
+
+
+def unclassified() -> list[str]:
+    """``Class.field`` names ``FIELDS`` does not classify (or classifies but that are gone)."""
+    problems: list[str] = []
+    classes = state_classes()
+    for name, cls in sorted(classes.items()):
+        if name in NOT_STATE:
+            continue
+        known = FIELDS.get(name)
+        if known is None:
+            problems.append(f"{name} (whole class)")
+            continue
+        fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
+        problems += [f"{name}.{f}" for f in fields if f not in known]
+        problems += [f"{name}.{f} (classified but gone)" for f in known if f not in fields]
+    problems += [f"{name} (classified but gone)" for name in FIELDS if name not in classes]
+    return problems
+
+
+def check_classification() -> None:
+    """Refuse to canonicalise with a state field of unknown meaning (one line per field)."""
+    problems = unclassified()
+    if problems:
+        raise ValueError(
+            "explorer symmetry: state fields not classified in "
+            "reference_model/explore_symmetry.py FIELDS: " + ", ".join(problems)
+        )
+
+
+# ------------------------------------------------------------------ generated encoders
+
+Encoder = Callable[..., Any]
+
+
+def _mask(ids: Iterable[int], pm: tuple[int, ...]) -> int:
+    m = 0
+    for j in ids:
+        m |= 1 << pm[j]
+    return m
+
+
+def _field_expr(kind: Kind, v: str) -> str:
+    """Python expression encoding value ``v`` of ``kind`` under (pm, inv, rf)."""
+    tag = kind.tag
+    if tag == "plain":
+        return v
+    if tag == "replica":
+        return f"(pm[{v}] if {v} >= 0 else {v})"
+    if tag == "replica_set":
+        return f"_mask({v}, pm)"
+    if tag == "per_replica_plain":
+        return f"tuple([{v}[k] for k in inv])"
+    if tag == "record":
+        return f"rf({v})"
+    sub = f"enc_{kind.sub}"
+    if tag == "nested":
+        return f"{sub}({v}, pm, inv, rf)"
+    if tag == "seq":
+        return f"tuple([{sub}(e, pm, inv, rf) for e in {v}])"
+    if tag == "multiset":
+        return f"_sorted_ms({v}, {sub}, pm, inv, rf)"
+    if tag == "per_replica":
+        return f"tuple([() if {v}[k] is None else {sub}({v}[k], pm, inv, rf) for k in inv])"
+    raise ValueError(f"explorer symmetry: unknown field kind {tag!r}")
+
+
+def _sorted_ms(items: tuple[Any, ...], enc: Encoder, pm: Any, inv: Any, rf: Any) -> tuple[Any, ...]:
+    return tuple(sorted([enc(e, pm, inv, rf) for e in items]))
+
+
+def _build_encoders(record_renaming: bool) -> dict[str, Encoder]:
+    """One compiled function per state class: ``enc_X(obj, pm, inv, rf) -> tuple``.
+
+    ``pm[old] = new`` replica index, ``inv[new] = old``, ``rf(record) -> label``. Generated
+    from ``FIELDS`` so that a new classified field is encoded without further code.
+    """
+    classes = state_classes()
+    ns: dict[str, Any] = {"_mask": _mask, "_sorted_ms": _sorted_ms}
+    src = []
+    for name, kinds in FIELDS.items():
+        fields: tuple[str, ...] = classes[name]._fields  # type: ignore[attr-defined]
+        parts = []
+        for i, f in enumerate(fields):
+            kind = kinds[f]
+            if kind.tag == "multiset" and not record_renaming:
+                kind = seq(kind.sub)  # without renaming the production order is kept
+            parts.append(_field_expr(kind, f"o[{i}]"))
+        src.append(f"def enc_{name}(o, pm, inv, rf):\n    return ({', '.join(parts)},)\n")
+    exec("\n".join(src), ns)
+    return {name: ns[f"enc_{name}"] for name in FIELDS}
+
+
+def _transform_expr(kind: Kind, v: str) -> str:
+    """Expression building the renamed value of ``v`` (a valid state value, not an encoding)."""
+    tag = kind.tag
+    if tag == "plain":
+        return v
+    if tag == "replica":
+        return f"(pm[{v}] if {v} >= 0 else {v})"
+    if tag == "replica_set":
+        return f"frozenset([pm[j] for j in {v}])"
+    if tag == "per_replica_plain":
+        return f"tuple([{v}[k] for k in inv])"
+    if tag == "record":
+        return f"rn[{v}]"
+    sub = f"tr_{kind.sub}"
+    if tag == "nested":
+        return f"{sub}({v}, pm, inv, rn)"
+    if tag == "seq":
+        return f"tuple([{sub}(e, pm, inv, rn) for e in {v}])"
+    if tag == "multiset":
+        return f"_ordered_ms({v}, {sub}, pm, inv, rn, order_{kind.sub})"
+    if tag == "per_replica":
+        return (
+            f"tuple([None if {v}[k] is None else _cached({sub}, {v}[k], pm, inv, rn) for k in inv])"
+        )
+    raise ValueError(f"explorer symmetry: unknown field kind {tag!r}")
+
+
+_CACHE: dict[Any, Any] = {}
+_CACHE_MAX = 400_000
+
+
+def _cached(tr: Encoder, o: Any, pm: Any, inv: Any, rn: Any) -> Any:
+    """Relabelled per-replica values, memoised when no record is renamed.
+
+    A successor state shares every untouched replica object with its parent, so the same
+    replica is relabelled under the same permutation again and again. The memo is cleared
+    when it grows past ``_CACHE_MAX`` entries (it only saves time, never changes a key).
+    """
+    if type(rn) is not _Same:
+        return tr(o, pm, inv, rn)
+    k = (o, pm)
+    r = _CACHE.get(k)
+    if r is None:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        r = _CACHE[k] = tr(o, pm, inv, rn)
+    return r
+
+
+def clear_cache() -> None:
+    """Drop the relabelling memo (the explorer calls it when a search ends)."""
+    _CACHE.clear()
+
+
+def _ordered_ms(
+    items: tuple[Any, ...], tr: Encoder, pm: Any, inv: Any, rn: Any, order: Encoder
+) -> tuple[Any, ...]:
+    return tuple(sorted([tr(e, pm, inv, rn) for e in items], key=order))
+
+
+def _build_transforms() -> dict[str, Encoder]:
+    """One compiled function per state class: ``tr_X(obj, pm, inv, rn) -> X``, the renamed value.
+
+    ``rn`` maps old record id -> new record id. Multisets are put in a canonical order: by the
+    position of their first record field in ``rn``'s new ids (writes: production order).
+    """
+    classes = state_classes()
+    ns: dict[str, Any] = {"_new": tuple.__new__, "_ordered_ms": _ordered_ms, "_cached": _cached}
+    src = []
+    for name, kinds in FIELDS.items():
+        cls = classes[name]
+        ns[f"cls_{name}"] = cls
+        fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
+        parts = [_transform_expr(kinds[f], f"o[{i}]") for i, f in enumerate(fields)]
+        src.append(
+            f"def tr_{name}(o, pm, inv, rn):\n    return _new(cls_{name}, ({', '.join(parts)},))\n"
+        )
+        recs = _record_fields(name)
+        if recs:
+            ns[f"order_{name}"] = _record_order_key(recs[0])
+        else:
+            ns[f"order_{name}"] = repr
+    exec("\n".join(src), ns)
+    return {name: ns[f"tr_{name}"] for name in FIELDS}
+
+
+def _record_order_key(index: int) -> Encoder:
+    def key(o: Any) -> Any:
+        return record_rank(o[index])
+
+    return key
+
+
+def record_rank(record: str) -> tuple[int, str]:
+    """Order of record ids: ``m2`` before ``m10`` (ids are ``m`` + production number)."""
+    digits = record.lstrip("m")
+    return (int(digits), record) if digits.isdigit() else (1 << 30, record)
+
+
+def _record_fields(cls_name: str) -> list[int]:
+    fields: tuple[str, ...] = state_classes()[cls_name]._fields  # type: ignore[attr-defined]
+    return [i for i, f in enumerate(fields) if FIELDS[cls_name][f] == RECORD]
+
+
+class _Same(dict[Any, Any]):
+    """Record renaming that changes nothing."""
+
+    def __missing__(self, key: Any) -> Any:
+        return key
+
+
+class _Labels(dict[Any, int]):
+    """Record id -> label in order of first sight (``rf`` while encoding)."""
+
+    def __missing__(self, key: Any) -> int:
+        label = len(self)
+        self[key] = label
+        return label
+
+
+def _identity(x: Any) -> Any:
+    return x
+
+
+class Canonicaliser:
+    """Computes ``key(state)``: equal keys iff the states are equal up to the renamings on.
+
+    Replica permutations tried are only those that sort replicas by a signature that does not
+    depend on indices (their plain fields and their membership in the controller's sets), so
+    usually one encoding per state; ties are broken by trying each order and keeping the
+    smallest encoding.
+    """
+
+    def __init__(self, replicas: int, symmetry: bool, record_renaming: bool) -> None:
+        check_classification()
+        _CACHE.clear()
+        self.n = replicas
+        self.symmetry = symmetry
+        self.record_renaming = record_renaming
+        self.identity = tuple(range(replicas))
+        self.enc = _build_encoders(record_renaming)
+        self.tr = _build_transforms()
+        self._names = [f"m{k + 1}" for k in range(64)]
+        rep_fields = state_classes()["Replica"]._fields  # type: ignore[attr-defined]
+        plain = [i for i, f in enumerate(rep_fields) if FIELDS["Replica"][f] == PLAIN]
+        self._plain_of_replica = operator.itemgetter(*plain)
+        ctrl_fields = state_classes()["Controller"]._fields  # type: ignore[attr-defined]
+        self._ctrl_sets = [
+            i for i, f in enumerate(ctrl_fields) if FIELDS["Controller"][f] == REPLICA_SET
+        ]
+        self._ctrl_leader = [
+            i for i, f in enumerate(ctrl_fields) if FIELDS["Controller"][f] == REPLICA
+        ]
+        ps_fields = state_classes()["PartitionState"]._fields  # type: ignore[attr-defined]
+        # Multiset fields of the state whose elements carry record ids (the writes).
+        self._multisets = [
+            (i, self.enc[kind.sub], _record_fields(kind.sub))
+            for i, f in enumerate(ps_fields)
+            if (kind := FIELDS["PartitionState"][f]).tag == "multiset"
+        ]
+        self._all_perms = list(itertools.permutations(range(replicas)))
+
+    def key(self, st: PartitionState) -> Any:
+        """The canonical member of ``st``'s class: a valid state, often ``st`` itself.
+
+        Replicas are put in the canonical order and records renamed ``m1, m2, ...`` in order
+        of first sight; when both are already so (the common case) no new object is built.
+        """
+        if not self.symmetry and not self.record_renaming:
+            return st
+        if self.symmetry:
+            orders = self._orders(st)
+            inv = orders[0] if len(orders) == 1 else min(orders, key=lambda o: self._encode(st, o))
+        else:
+            inv = self.identity
+        rn = self._renaming(st, inv) if self.record_renaming else None
+        if inv == self.identity and rn is None:
+            return st
+        pm = [0] * self.n
+        for new, old in enumerate(inv):
+            pm[old] = new
+        return self.tr["PartitionState"](st, tuple(pm), inv, _Same() if rn is None else rn)
+
+    def _orders(self, st: PartitionState) -> list[tuple[int, ...]]:
+        """Candidate ``inv`` (new -> old) orders: replicas sorted by an index-free signature.
+
+        The signature uses only what a renaming keeps: a replica's plain fields, its log's
+        length and epochs (not record ids), its own view of who leads, its membership in the
+        controller's sets and whether it has a fetch in flight.
+        """
+        plain = self._plain_of_replica
+        reps = st.replicas
+        # Fast path: the plain fields alone already order the replicas (the signature's first
+        # component, so this is the same order the full signature gives).
+        plains = [plain(rep) for rep in reps]
+        order = sorted(range(self.n), key=plains.__getitem__, reverse=True)
+        if all(plains[order[j]] != plains[order[j + 1]] for j in range(self.n - 1)):
+            return [tuple(order)]
+        ctrl = st.controller
+        sets: list[Any] = [ctrl[k] for k in self._ctrl_sets]
+        leads: list[Any] = [ctrl[k] for k in self._ctrl_leader]
+        inflight = st.inflight
+        sigs = [
+            (
+                plain(rep),
+                [e[0] for e in rep.log],
+                rep.leader == i,
+                rep.leader == leads[0] if leads else False,
+                [i == x for x in leads],
+                [i in x for x in sets],
+                inflight[i] is None,
+            )
+            for i, rep in enumerate(st.replicas)
+        ]
+        # Descending, so that the usual states (leader "leader" before "follower", longer logs
+        # first) are already in canonical order and need no relabelled copy.
+        order = sorted(range(self.n), key=sigs.__getitem__, reverse=True)
+        groups: list[list[int]] = []
+        for i in order:
+            if groups and sigs[groups[-1][0]] == sigs[i]:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        if len(groups) == self.n:
+            return [tuple(order)]
+        return [
+            tuple(itertools.chain.from_iterable(choice))
+            for choice in itertools.product(*(itertools.permutations(g) for g in groups))
+        ]
+
+    def _labels(self, st: PartitionState, inv: tuple[int, ...], pmt: tuple[int, ...]) -> _Labels:
+        """Record id -> label: first sight in logs and in-flight responses, then the writes.
+
+        Records seen only in writes are labelled in the order of their writes' other
+        fields: records that tie there appear nowhere else and are truly interchangeable.
+        """
+        labels = _Labels()
+        rf = labels.__getitem__
+        for k in inv:
+            for e in st.replicas[k].log:
+                rf(e.record)
+        for k in inv:
+            resp = st.inflight[k]
+            if resp is not None:
+                for e in resp.entries:
+                    rf(e.record)
+
+        def peek(x: Any) -> Any:
+            return labels.get(x, -1)
+
+        for wi, enc_w, rec_fields in self._multisets:
+            items: Any = st[wi]
+            pending = sorted(
+                (enc_w(w, pmt, inv, peek), n)
+                for n, w in enumerate(items)
+                if any(w[r] not in labels for r in rec_fields)
+            )
+            for _, n in pending:
+                for r in rec_fields:
+                    rf(items[n][r])
+        return labels
+
+    def _renaming(self, st: PartitionState, inv: tuple[int, ...]) -> dict[Any, Any] | None:
+        """Old record id -> canonical id (``m<label+1>``), or None when nothing changes."""
+        pm = [0] * self.n
+        for new, old in enumerate(inv):
+            pm[old] = new
+        labels = self._labels(st, inv, tuple(pm))
+        rn = {}
+        same = True
+        for rec, label in labels.items():
+            new_id = self._names[label] if label < len(self._names) else f"m{label + 1}"
+            rn[rec] = new_id
+            if new_id != rec:
+                same = False
+        if same:
+            # Labels follow production order; the writes must be in that order too.
+            return None
+        return rn
+
+    def _encode(self, st: PartitionState, inv: tuple[int, ...]) -> Any:
+        """Totally ordered encoding of ``st`` under replica order ``inv`` (ties only)."""
+        pm = [0] * self.n
+        for new, old in enumerate(inv):
+            pm[old] = new
+        pmt = tuple(pm)
+        if not self.record_renaming:
+            return self.enc["PartitionState"](st, pmt, inv, _identity)
+        labels = self._labels(st, inv, pmt)
+        return self.enc["PartitionState"](st, pmt, inv, labels.__getitem__)

@@ -163,6 +163,8 @@ PASSTHROUGH = {
     "replay": ("harness.cli.replay", "explain an incident from broker logs (timeline, scenario)"),
     "kafka": ("harness.cli.kafka", "install Kafka release trees (download, verify) or list them"),
     "doctor": ("harness.cli.doctor", "what this machine can run, and what to do when it cannot"),
+    "image": ("harness.cli.image", "build/list the docker backend's images (no registry needed)"),
+    "docker": ("harness.cli.docker", "start a Docker daemon; reap what killed runs left"),
 }
 
 

@@ -2,6 +2,9 @@
 # Entrypoint of hwchaos/kafka images: ROLE=zookeeper|broker, config mounted at /config,
 # data at /data, logs at /logs. Starts the JVM directly (the 0.10 start scripts pass GC
 # flags newer JVMs reject) and execs it, so `docker kill --signal` reaches Java itself.
+# The JVM is PID 1 of the container (exec), so `docker kill -s STOP|KILL|TERM` and the
+# harness's signals reach Java itself. HWCHAOS_JVM_FLAGS replaces the default --add-opens
+# list (the harness passes the version catalogue's flags, as the local backend does).
 # HWCHAOS_DRY_RUN=1 prints the command instead of running it (used by the tests).
 set -eu
 KAFKA_HOME=${KAFKA_HOME:-/opt/kafka}
@@ -16,7 +19,9 @@ for jar in "$KAFKA_HOME"/libs/*.jar; do
 done
 OPENS=""
 JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
-if [ "${JAVA_MAJOR:-8}" -ge 9 ] 2>/dev/null; then
+if [ -n "${HWCHAOS_JVM_FLAGS:-}" ]; then
+  OPENS=$HWCHAOS_JVM_FLAGS
+elif [ "${JAVA_MAJOR:-8}" -ge 9 ] 2>/dev/null; then
   OPENS="--add-opens=java.base/sun.nio.ch=ALL-UNNAMED --add-exports=java.base/sun.nio.ch=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED --add-opens=java.base/java.util=ALL-UNNAMED"
 fi
 case "$ROLE" in
@@ -25,7 +30,8 @@ case "$ROLE" in
   *) echo "kafka-entrypoint: unknown ROLE '$ROLE' (zookeeper or broker)" >&2; exit 2 ;;
 esac
 [ -f "$CONF" ] || { echo "kafka-entrypoint: missing $CONF" >&2; exit 2; }
-set -- java $HEAP -XX:+UseSerialGC -Djava.awt.headless=true $OPENS \
+set -- java $HEAP -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
+  -Djava.net.preferIPv4Stack=true -Dzookeeper.admin.enableServer=false $OPENS \
   -Dkafka.logs.dir=/logs -Dlog4j.configuration=file:$KAFKA_HOME/config/log4j.properties \
   -cp "$CP" $MAIN "$CONF"
 if [ "${HWCHAOS_DRY_RUN:-0}" = 1 ]; then echo "$@"; exit 0; fi

@@ -29,12 +29,22 @@ pytestmark = pytest.mark.broker
 VERSIONS = ["0.10.2.1", "2.1.1", "3.3.1"]
 
 
+_IMAGES: dict[str, str] = {}  # built once per session (and cached across sessions by hash)
+
+
 def require(version: str, backend: str = "local") -> None:
     """Skip, with the one-line reason, when this backend cannot run this version here."""
     if backend == "docker":
         reason = docker_available()
         if reason is not None:
             pytest.skip(reason)
+        if version not in _IMAGES:
+            from harness.db.images import ImageMissing, ensure_image
+
+            try:
+                _IMAGES[version] = ensure_image(resolve_version(version), lambda m: None)
+            except ImageMissing as exc:
+                pytest.skip(str(exc))
         return
     try:
         find_tree(resolve_version(version))
@@ -117,9 +127,18 @@ def test_the_kip_text_ordering_is_reported_as_prevented(tmp_path: Path) -> None:
     assert jvms_under(tmp_path) == []
 
 
-def test_ctrl_c_mid_run_leaves_no_jvm(tmp_path: Path) -> None:
-    require("0.10.2.1")
+def hwchaos_containers() -> list[str]:
+    import docker
+
+    client = docker.from_env()  # type: ignore[attr-defined]
+    return [c.name for c in client.containers.list(all=True, filters={"label": "hwchaos.owner"})]
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_ctrl_c_mid_run_leaves_no_jvm(backend: str, tmp_path: Path) -> None:
+    require("0.10.2.1", backend)
     out = tmp_path / "runs"
+    before = hwchaos_containers() if backend == "docker" else []
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -131,6 +150,8 @@ def test_ctrl_c_mid_run_leaves_no_jvm(tmp_path: Path) -> None:
             "0.10.2.1",
             "--out",
             str(out),
+            "--backend",
+            backend,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -140,6 +161,8 @@ def test_ctrl_c_mid_run_leaves_no_jvm(tmp_path: Path) -> None:
 
     @retry(stop=stop_after_delay(90), wait=wait_fixed(0.1), retry=retry_if_result(lambda n: n < 3))
     def brokers_running() -> int:
+        if backend == "docker":
+            return len(set(hwchaos_containers()) - set(before))
         return len(jvms_under(out))
 
     try:
@@ -150,10 +173,13 @@ def test_ctrl_c_mid_run_leaves_no_jvm(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
     assert jvms_under(out) == []
+    if backend == "docker":
+        assert set(hwchaos_containers()) - set(before) == set()
 
 
-def test_run_cli_json(tmp_path: Path) -> None:
-    require("0.10.2.1")
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_run_cli_json(backend: str, tmp_path: Path) -> None:
+    require("0.10.2.1", backend)
     res = subprocess.run(
         [
             sys.executable,
@@ -166,6 +192,8 @@ def test_run_cli_json(tmp_path: Path) -> None:
             "--out",
             str(tmp_path),
             "--json",
+            "--backend",
+            backend,
         ],
         capture_output=True,
         text=True,

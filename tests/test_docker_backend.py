@@ -242,6 +242,18 @@ def cluster(kafka_image_0_10: str, tmp_path: Path) -> Iterator[object]:
     assert _hwchaos_objects(c.run_id) == ([], [])
 
 
+def _crash_and_restart(c: object, name: str) -> None:
+    """Crash, make the controller notice (as ``detect`` does), restart with the same data."""
+    from harness.metadata.zk import ZkView
+    from harness.nemesis import faults
+
+    faults.crash(c, name)  # type: ignore[arg-type]
+    assert not c.is_running(name)  # type: ignore[attr-defined]
+    with ZkView(c.zk_connect()) as zk:  # type: ignore[attr-defined]
+        zk.expire_registration(c.brokers[name].broker_id)  # type: ignore[attr-defined]
+    c.start_broker(name)  # type: ignore[attr-defined]
+
+
 def _proc_state(pid: int) -> str:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("State:"):
@@ -253,6 +265,7 @@ def _can_connect(cluster: object, src: str, dst: str) -> bool:
     """A TCP connect from ``src``'s network namespace to ``dst``'s replication port."""
     code = f"import socket; socket.create_connection(('{cluster.ip(dst)}', 9092), 2).close()"  # type: ignore[attr-defined]
     pid = cluster._pid(src)  # type: ignore[attr-defined]
+    assert pid, f"{src} is not running"  # a dead node must not pass for a blocked link
     res = subprocess.run(
         ["nsenter", "-t", str(pid), "-n", sys.executable, "-c", code], capture_output=True
     )
@@ -283,9 +296,7 @@ def test_container_faults_signals_restart_and_partitions(cluster: object) -> Non
 
     ip_a = c.ip("A")  # type: ignore[attr-defined]
     data = c.log_dir("A")  # type: ignore[attr-defined]
-    faults.crash(c, "A")  # type: ignore[arg-type]
-    assert not c.is_running("A")  # type: ignore[attr-defined]
-    c.start_broker("A")  # type: ignore[attr-defined]
+    _crash_and_restart(c, "A")
     assert c.is_running("A") and c.ip("A") == ip_a  # type: ignore[attr-defined]
     assert c.log_dir("A") == data and data.is_dir()  # type: ignore[attr-defined]
 
@@ -295,11 +306,10 @@ def test_container_faults_signals_restart_and_partitions(cluster: object) -> Non
     assert _can_connect(c, "C", "B") and _can_connect(c, "B", "C")
     assert "-A HWCHAOS -d" in c.iptables_rules("A")  # type: ignore[attr-defined]
     # the rule survives a restart of the blocked sender (a new network namespace)
-    faults.crash(c, "A")  # type: ignore[arg-type]
-    c.start_broker("A")  # type: ignore[attr-defined]
+    _crash_and_restart(c, "A")
     assert not _can_connect(c, "A", "B")
     c.heal()  # type: ignore[attr-defined]
-    assert _can_connect(c, "A", "B")
+    assert _can_connect(c, "A", "B") and c.is_running("A")  # type: ignore[attr-defined]
     assert "HWCHAOS" not in c.iptables_rules("A")  # type: ignore[attr-defined]
 
     faults.clean_stop(c, "C")  # type: ignore[arg-type]

@@ -173,6 +173,14 @@ def test_owner_labels_tell_live_from_dead_harnesses() -> None:
     assert reaper.labels("r1")[reaper.RUN_LABEL] == "r1"
 
 
+def test_partitions_without_network_namespaces_are_one_line() -> None:
+    from harness.nemesis import faults
+
+    with pytest.raises(faults.NotSupported) as err:
+        faults.partition(object(), ["A"], ["B"])  # type: ignore[arg-type]
+    assert "\n" not in str(err.value) and "--backend docker" in str(err.value)
+
+
 # ------------------------------------------------------------------ on a real daemon
 
 needs_daemon = pytest.mark.skipif(docker_available() is not None, reason=str(docker_available()))
@@ -261,6 +269,16 @@ def _proc_state(pid: int) -> str:
     return "?"
 
 
+def _wait_state(pid: int, states: str) -> bool:
+    """Signals are asynchronous: wait (bounded) until the JVM is in one of ``states``."""
+
+    @retry(stop=stop_after_delay(10), wait=wait_fixed(0.05), retry=retry_if_result(lambda s: not s))
+    def reached() -> bool:
+        return _proc_state(pid) in states
+
+    return reached()
+
+
 def _can_connect(cluster: object, src: str, dst: str) -> bool:
     """A TCP connect from ``src``'s network namespace to ``dst``'s replication port."""
     code = f"import socket; socket.create_connection(('{cluster.ip(dst)}', 9092), 2).close()"  # type: ignore[attr-defined]
@@ -290,9 +308,9 @@ def test_container_faults_signals_restart_and_partitions(cluster: object) -> Non
 
     faults.pause(c, "B")  # type: ignore[arg-type]
     pid_b = c._pid("B")  # type: ignore[attr-defined]
-    assert _proc_state(pid_b) == "T" and c.is_running("B")  # type: ignore[attr-defined]
+    assert _wait_state(pid_b, "T") and c.is_running("B")  # type: ignore[attr-defined]
     faults.resume(c, "B")  # type: ignore[arg-type]
-    assert _proc_state(pid_b) in ("S", "R")
+    assert _wait_state(pid_b, "SR")
 
     ip_a = c.ip("A")  # type: ignore[attr-defined]
     data = c.log_dir("A")  # type: ignore[attr-defined]
@@ -301,14 +319,14 @@ def test_container_faults_signals_restart_and_partitions(cluster: object) -> Non
     assert c.log_dir("A") == data and data.is_dir()  # type: ignore[attr-defined]
 
     assert _can_connect(c, "A", "B") and _can_connect(c, "C", "B")
-    c.block("A", "B")  # type: ignore[attr-defined]
+    faults.block(c, "A", "B")  # type: ignore[arg-type]
     assert not _can_connect(c, "A", "B")
     assert _can_connect(c, "C", "B") and _can_connect(c, "B", "C")
     assert "-A HWCHAOS -d" in c.iptables_rules("A")  # type: ignore[attr-defined]
     # the rule survives a restart of the blocked sender (a new network namespace)
     _crash_and_restart(c, "A")
     assert not _can_connect(c, "A", "B")
-    c.heal()  # type: ignore[attr-defined]
+    faults.heal(c)  # type: ignore[arg-type]
     assert _can_connect(c, "A", "B") and c.is_running("A")  # type: ignore[attr-defined]
     assert "HWCHAOS" not in c.iptables_rules("A")  # type: ignore[attr-defined]
 

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Entrypoint of hwchaos/kafka images: ROLE=zookeeper|broker, config mounted at /config,
-# data at /data, logs at /logs. Starts the JVM directly (the 0.10 start scripts pass GC
+# Entrypoint of hwchaos/kafka images: ROLE=zookeeper|broker|controller, config mounted at
+# /config, data at /data, logs at /logs. ROLE=tool runs MAIN_CLASS with the container's
+# arguments to completion (e.g. kafka.tools.StorageTool format for a KRaft node). Starts the JVM directly (the 0.10 start scripts pass GC
 # flags newer JVMs reject) and execs it, so `docker kill --signal` reaches Java itself.
 # The JVM is PID 1 of the container (exec), so `docker kill -s STOP|KILL|TERM` and the
 # harness's signals reach Java itself. HWCHAOS_JVM_FLAGS replaces the default --add-opens
@@ -26,13 +27,20 @@ elif [ "${JAVA_MAJOR:-8}" -ge 9 ] 2>/dev/null; then
 fi
 case "$ROLE" in
   zookeeper) MAIN=org.apache.zookeeper.server.quorum.QuorumPeerMain; CONF=/config/zookeeper.properties ;;
-  broker) MAIN=kafka.Kafka; CONF=/config/server.properties ;;
-  *) echo "kafka-entrypoint: unknown ROLE '$ROLE' (zookeeper or broker)" >&2; exit 2 ;;
+  broker|controller) MAIN=kafka.Kafka; CONF=/config/server.properties ;;
+  tool) MAIN=${MAIN_CLASS:?ROLE=tool needs MAIN_CLASS}; CONF= ;;
+  *) echo "kafka-entrypoint: unknown ROLE '$ROLE' (zookeeper, broker, controller or tool)" >&2; exit 2 ;;
 esac
-[ -f "$CONF" ] || { echo "kafka-entrypoint: missing $CONF" >&2; exit 2; }
+[ -z "$CONF" ] || [ -f "$CONF" ] || { echo "kafka-entrypoint: missing $CONF" >&2; exit 2; }
+# 4.0 moved to log4j2 (KIP-653): use whichever configuration the release ships.
+if [ -f "$KAFKA_HOME/config/log4j2.yaml" ] && [ ! -f "$KAFKA_HOME/config/log4j.properties" ]; then
+  LOGCONF=-Dlog4j2.configurationFile=file:$KAFKA_HOME/config/log4j2.yaml
+else
+  LOGCONF=-Dlog4j.configuration=file:$KAFKA_HOME/config/log4j.properties
+fi
+[ "$ROLE" = tool ] || set -- "$CONF"
 set -- java $HEAP -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.awt.headless=true \
   -Djava.net.preferIPv4Stack=true -Dzookeeper.admin.enableServer=false $OPENS \
-  -Dkafka.logs.dir=/logs -Dlog4j.configuration=file:$KAFKA_HOME/config/log4j.properties \
-  -cp "$CP" $MAIN "$CONF"
+  -Dkafka.logs.dir=/logs $LOGCONF -cp "$CP" $MAIN "$@"
 if [ "${HWCHAOS_DRY_RUN:-0}" = 1 ]; then echo "$@"; exit 0; fi
 exec "$@"

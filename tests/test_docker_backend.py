@@ -252,13 +252,11 @@ def cluster(kafka_image_0_10: str, tmp_path: Path) -> Iterator[object]:
 
 def _crash_and_restart(c: object, name: str) -> None:
     """Crash, make the controller notice (as ``detect`` does), restart with the same data."""
-    from harness.metadata.zk import ZkView
     from harness.nemesis import faults
 
     faults.crash(c, name)  # type: ignore[arg-type]
     assert not c.is_running(name)  # type: ignore[attr-defined]
-    with ZkView(c.zk_connect()) as zk:  # type: ignore[attr-defined]
-        zk.expire_registration(c.brokers[name].broker_id)  # type: ignore[attr-defined]
+    c.declare_dead(name)  # type: ignore[attr-defined]
     c.start_broker(name)  # type: ignore[attr-defined]
 
 
@@ -281,7 +279,8 @@ def _wait_state(pid: int, states: str) -> bool:
 
 def _can_connect(cluster: object, src: str, dst: str) -> bool:
     """A TCP connect from ``src``'s network namespace to ``dst``'s replication port."""
-    code = f"import socket; socket.create_connection(('{cluster.ip(dst)}', 9092), 2).close()"  # type: ignore[attr-defined]
+    addr = (cluster.ip(dst), cluster.peer_port(dst))  # type: ignore[attr-defined]
+    code = f"import socket; socket.create_connection({addr!r}, 2).close()"
     pid = cluster._pid(src)  # type: ignore[attr-defined]
     assert pid, f"{src} is not running"  # a dead node must not pass for a blocked link
     res = subprocess.run(

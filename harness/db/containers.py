@@ -11,8 +11,13 @@
   rules stay right) and, when we are root, the default route removed inside every
   container's network namespace: no route out of the machine. ``internal=True`` is not used
   because Docker does not publish ports of containers on internal networks, and the harness
-  reaches every node through ports published on 127.0.0.1 (``EXTERNAL`` listener), while
-  brokers replicate over ``INTERNAL://<name>:9092``.
+  reaches every node through ports published on 127.0.0.1 (brokers: an ``EXTERNAL``
+  listener added to the mode's configuration), while nodes talk to each other by container
+  host name over the mode's own listeners.
+- **Runtime, not mode**: this is the container *runtime* of :class:`harness.db.Cluster`
+  (:meth:`~DockerCluster.launch`, :meth:`~DockerCluster.run_tool`, signals, status, where
+  files and peers are); the mode (ZooKeeper or KRaft, :mod:`harness.db.modes`) decides
+  which nodes exist and how they are configured, so both modes run in containers.
 - **Files**: data and log dirs are bind mounts under the run's work dir, so the read-back,
   the checkpoint faults and the power-loss cuts work on host files exactly as with the local
   backend (the host page cache survives a container kill, as it survives a process kill).
@@ -30,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
 import os
 import shutil
 import signal as signals
@@ -41,17 +45,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
-
-from harness.db import CONTROLLER, BrokerSpec, Cluster, ClusterError
+from harness.db import Cluster, ClusterError
 from harness.db import reaper as reaper_mod
 from harness.db.daemon import docker_available
-from harness.db.kafka_config import (
-    broker_properties,
-    offsets_topic_znodes,
-    render,
-    zookeeper_properties,
-)
+from harness.db.kafka_config import render
 from harness.db.local import free_port
 from harness.db.reaper import RUN_LABEL as LABEL
 from harness.db.versions import KafkaVersion
@@ -59,7 +56,8 @@ from harness.db.versions import KafkaVersion
 __all__ = ["LABEL", "DockerCluster", "NetworkFaultError", "docker_available", "image_for"]
 
 CHAIN = "HWCHAOS"
-INTERNAL_PORT = 9092
+EXTERNAL_PORT = 19092  # the container port of the harness's listener on every broker
+INNER_PORTS = {"zookeeper": 2181, "controller": 9093, "broker": 9092}
 SIGNALS = {
     signals.SIGKILL: "SIGKILL",
     signals.SIGTERM: "SIGTERM",
@@ -101,6 +99,7 @@ class DockerCluster(Cluster):
         startup_timeout: float = 120.0,
         say: Callable[[str], None] = _say,
         build: bool = True,
+        controllers: int = 1,
     ) -> None:
         """Resolve (and if needed build) the image now, so a missing one fails in one line."""
         from testcontainers.core.config import testcontainers_config
@@ -117,15 +116,18 @@ class DockerCluster(Cluster):
         self.say = say
         self.client: Any = docker.from_env(timeout=120)  # type: ignore[attr-defined]
         self.image = image or ensure_image(version, say, build=build, client=self.client)
-        self.zk_port = free_port()
-        self.brokers = {
-            name: BrokerSpec(name, i, free_port(), workdir / name / "data")
-            for i, name in enumerate([CONTROLLER, *broker_names])
-        }
+        from harness.db.modes import make_mode
+
+        self.mode = make_mode(version, controllers)
+        self.mode.startup_timeout = startup_timeout
+        self.nodes = self.mode.make_nodes(broker_names, workdir, free_port)
+        self.brokers = {n: s for n, s in self.nodes.items() if s.role == "broker"}
+        self.expected_down: set[str] = set()
         self.labels = reaper_mod.labels(self.run_id)
         self._containers: dict[str, Any] = {}  # name -> testcontainers DockerContainer
         self._network: Any = None
         self._ips: dict[str, str] = {}
+        self._published: dict[str, dict[int, int]] = {}  # container port -> host port
         self._blocked: set[tuple[str, str]] = set()
         self._closed = False
         self.isolated = _nsenter_ok()  # default route removed in every container
@@ -134,6 +136,19 @@ class DockerCluster(Cluster):
 
     def _host(self, name: str) -> str:
         return name.lower()
+
+    def peer_host(self, name: str) -> str:
+        """Peers reach a node by its container host name on the run's network."""
+        return self._host(name)
+
+    def peer_port(self, name: str) -> int:
+        """Fixed in-container ports; the harness's host port (``nodes[name].port``) is
+        published to them (0.10 brokers refuse two advertised listeners on one port)."""
+        return INNER_PORTS[self.nodes[name].role]
+
+    def node_path(self, name: str, what: str) -> str:
+        """Every node sees its own dirs at /data, /logs, /config (bind mounts)."""
+        return f"/{what}"
 
     def container_name(self, name: str) -> str:
         return f"hwchaos-{self.run_id}-{self._host(name)}"[:63]
@@ -180,7 +195,7 @@ class DockerCluster(Cluster):
         subnet = ipaddress.ip_network(cfg["Subnet"])
         taken = {cfg.get("Gateway")}
         hosts = (str(h) for h in subnet.hosts())
-        for name in ["zookeeper", *self.brokers]:
+        for name in self.nodes:
             ip = next(hosts)
             while ip in taken or ip.endswith(".1"):
                 ip = next(hosts)
@@ -239,110 +254,136 @@ class DockerCluster(Cluster):
             self._apply_blocks(name)
 
     def start(self) -> None:
-        from harness.metadata.zk import ZkView
-
+        """The run's network, then whatever the mode starts (through :meth:`launch`)."""
         reaper_mod.reap_orphans(self.say)
         reaper_mod.register(id(self), self.close)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self._create_network()
-        zk_dir = self.workdir / "zookeeper" / "config"
-        zk_dir.mkdir(parents=True, exist_ok=True)
-        (zk_dir / "zookeeper.properties").write_text(
-            render(zookeeper_properties("/data", 2181, host="0.0.0.0"))
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self._create_network()
+            super().start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _role(self, name: str, main_class: str) -> str:
+        if main_class.endswith("QuorumPeerMain"):
+            return "zookeeper"
+        return "controller" if self.nodes[name].role == "controller" else "broker"
+
+    def _external_listener(self, name: str, props: dict[str, str]) -> dict[str, str]:
+        """A broker's config as the mode wrote it, plus an ``EXTERNAL`` listener for us.
+
+        The mode's listener (``PLAINTEXT://<host>:<port>``) stays for replication and the
+        controller; the harness's clients reach the broker at 127.0.0.1:<port>, published
+        to the container's ``EXTERNAL`` port and advertised as such.
+        """
+        port, ext = self.nodes[name].port, EXTERNAL_PORT
+        props = dict(props)
+        props["listeners"] = f"{props['listeners']},EXTERNAL://0.0.0.0:{ext}"
+        props["advertised.listeners"] = (
+            f"{props['advertised.listeners']},EXTERNAL://127.0.0.1:{port}"
         )
-        zk = self._container(
-            "zookeeper", "zookeeper", {2181: self.zk_port}, wait_for="binding to port"
+        pmap = props.get("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT")
+        props["listener.security.protocol.map"] = f"{pmap},EXTERNAL:PLAINTEXT"
+        if "security.inter.broker.protocol" not in props:
+            props.setdefault("inter.broker.listener.name", "PLAINTEXT")
+        self._published[name] = {ext: port}
+        return props
+
+    def launch(self, name: str, main_class: str, props: dict[str, str]) -> None:
+        """Start node ``name``'s container (create it the first time, restart it after)."""
+        role = self._role(name, main_class)
+        if role == "broker":
+            props = self._external_listener(name, props)
+        else:
+            self._published[name] = {self.peer_port(name): self.nodes[name].port}
+        cfg = self.workdir / name / "config"
+        cfg.mkdir(parents=True, exist_ok=True)
+        file = "zookeeper.properties" if role == "zookeeper" else "server.properties"
+        (cfg / file).write_text(render(props))
+        self.expected_down.discard(name)
+        if name in self._containers:
+            if self.is_running(name):
+                raise ClusterError(f"{name} is already running")
+            self._containers[name].get_wrapped_container().start()  # same container, same data
+            self._after_start(name)
+            return
+        wait_for = "binding to port" if role == "zookeeper" else None
+        self._containers[name] = self._container(
+            name, role, self._published[name], wait_for=wait_for
         )
-        self._containers["zookeeper"] = zk
-        self._start_container("zookeeper")
-        self._await(lambda: _zk_up(self.zk_connect()), "ZooKeeper to answer")
-        self.start_broker(CONTROLLER)
-        with ZkView(self.zk_connect()) as view:
-            self._await(lambda: view.controller() == 0, "the controller broker to be elected")
-            for path, doc in offsets_topic_znodes(0).items():
-                view.create(path, json.dumps(doc).encode())
-            for name in self.brokers:
-                if name != CONTROLLER:
-                    self.start_broker(name)
-            ids = tuple(sorted(b.broker_id for b in self.brokers.values()))
-            self._await(lambda: view.live_brokers() == ids, f"brokers {ids} to register")
+        self._start_container(name)
+
+    def run_tool(
+        self, main_class: str, args: list[str], name: str, props: dict[str, str] | None = None
+    ) -> str:
+        """A one-off container of the same image with node ``name``'s mounts, no network."""
+        import docker
+
+        cfg = self.workdir / name / "config"
+        for sub in ("data", "logs", "config"):
+            (self.workdir / name / sub).mkdir(parents=True, exist_ok=True)
+        if props is not None:
+            (cfg / "server.properties").write_text(render(props))
+            args = ["/config/server.properties" if a == "@CONFIG@" else a for a in args]
+        client = docker.from_env(timeout=300)  # type: ignore[attr-defined]
+        tool = main_class.rsplit(".", 1)[-1]
+        try:
+            c = client.containers.run(
+                self.image,
+                args,
+                detach=True,
+                name=f"{self.container_name(name)}-{tool.lower()}"[:63],
+                environment={
+                    "ROLE": "tool",
+                    "MAIN_CLASS": main_class,
+                    "KAFKA_HEAP_OPTS": "-Xms32m -Xmx256m",
+                    "HWCHAOS_JVM_FLAGS": " ".join(self.version.jvm_flags),
+                },
+                volumes={
+                    str(cfg): {"bind": "/config", "mode": "ro"},
+                    str(self.workdir / name / "data"): {"bind": "/data", "mode": "rw"},
+                    str(self.workdir / name / "logs"): {"bind": "/logs", "mode": "rw"},
+                },
+                labels=self.labels,
+                network_mode="none",
+            )
+            try:
+                code = int(c.wait(timeout=self.startup_timeout)["StatusCode"])
+                out = c.logs().decode(errors="replace")
+            finally:
+                with contextlib.suppress(Exception):
+                    c.remove(force=True)
+        finally:
+            client.close()
+        if code != 0:
+            last = (out.strip().splitlines() or ["no output"])[-1]
+            raise ClusterError(f"{tool} for {name} failed: {last[:200]}")
+        return str(out)
+
+    def exit_code(self, name: str) -> int | None:
+        w = self._wrapped(name)
+        if w is None:
+            return None
+        try:
+            w.reload()
+        except Exception:
+            return None
+        if w.status in ("exited", "dead"):
+            return int(w.attrs["State"]["ExitCode"])
+        return None
 
     def _start_container(self, name: str) -> None:
         c = self._containers[name]
         try:
             c.start()
         except Exception as exc:
-            self.close()
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ClusterError(
                 f"container {self.container_name(name)} did not start: {first[:200]} "
                 f"(logs in {self.workdir / name / 'logs'})"
             ) from None
         self._after_start(name)
-
-    def _await(self, check: Callable[[], bool], what: str) -> None:
-        """Wait (bounded) for ``check``; a container that exits meanwhile fails fast."""
-
-        @retry(
-            stop=stop_after_delay(self.startup_timeout),
-            wait=wait_fixed(0.2),
-            retry=retry_if_result(lambda ok: not ok),
-            reraise=True,
-        )
-        def poll() -> bool:
-            for n in self._containers:
-                status = self._status(n)
-                if status in ("exited", "dead"):
-                    raise ClusterError(
-                        f"{n} exited while waiting for {what}; see {self.workdir / n / 'logs'}"
-                    )
-            try:
-                return check()
-            except ClusterError:
-                raise
-            except Exception:  # not up yet
-                return False
-
-        try:
-            poll()
-        except ClusterError:
-            self.close()
-            raise
-        except Exception:
-            self.close()
-            raise ClusterError(
-                f"timed out after {self.startup_timeout:.0f}s waiting for {what} "
-                f"(logs in {self.workdir})"
-            ) from None
-
-    def start_broker(self, name: str) -> None:
-        spec = self.brokers[name]
-        if name in self._containers:
-            if self.is_running(name):
-                raise ClusterError(f"broker {name} is already running")
-            self._containers[name].get_wrapped_container().start()  # same container, same data
-            self._after_start(name)
-            return
-        host = self._host(name)
-        props = broker_properties(
-            self.version, spec.broker_id, host, INTERNAL_PORT, "/data", "zookeeper:2181"
-        )
-        props.update(
-            {
-                "listeners": f"INTERNAL://0.0.0.0:{INTERNAL_PORT},EXTERNAL://0.0.0.0:{spec.port}",
-                "advertised.listeners": (
-                    f"INTERNAL://{host}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{spec.port}"
-                ),
-                "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
-                "inter.broker.listener.name": "INTERNAL",
-            }
-        )
-        props.update(spec.props)
-        cfg = self.workdir / name / "config"
-        cfg.mkdir(parents=True, exist_ok=True)
-        (cfg / "server.properties").write_text(render(props))
-        self._containers[name] = self._container(name, "broker", {spec.port: spec.port})
-        self._start_container(name)
 
     def close(self) -> None:
         """Remove every container and the network; idempotent, never raises."""
@@ -397,6 +438,8 @@ class DockerCluster(Cluster):
         w = self._wrapped(name)
         if w is None:
             return
+        if sig in (signals.SIGKILL, signals.SIGTERM):
+            self.expected_down.add(name)
         with contextlib.suppress(Exception):  # already exited: nothing to signal
             w.kill(signal=SIGNALS.get(signals.Signals(sig), str(int(sig))))
 
@@ -486,10 +529,3 @@ def _nsenter(pid: int, *cmd: str, check: bool = True) -> subprocess.CompletedPro
         last = (res.stderr.strip().splitlines() or ["?"])[-1]
         raise NetworkFaultError(f"{' '.join(cmd)} in the netns of pid {pid} failed: {last[:160]}")
     return res
-
-
-def _zk_up(connect: str) -> bool:
-    from harness.metadata.zk import ZkView
-
-    with ZkView(connect, timeout=2.0):
-        return True

@@ -394,3 +394,26 @@ def test_sigterm_removes_the_harness_containers(kafka_image_0_10: str, tmp_path:
         return objs if objs != ([], []) else None
 
     assert leftovers() is None
+
+
+@needs_daemon
+@pytest.mark.broker
+@pytest.mark.parametrize("version", ["3.3.1-kraft", "4.0.0", "4.0.0-elr"])
+def test_kraft_clusters_run_in_containers(version: str, tmp_path: Path) -> None:
+    """The KRaft mode on the container runtime: controller quorum, StorageTool format in a
+    one-off container, fencing by WantFence heartbeat; KIP-101 scenario 2 matches the model."""
+    from harness.generator.runner import play
+    from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+
+    try:
+        images.ensure_image(resolve_version(version), lambda m: print(m, file=sys.stderr))
+    except images.ImageMissing as exc:
+        pytest.skip(str(exc))
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario2.yaml")
+    info, _prediction, verdict = play(
+        sc, resolve_version(version), "docker", tmp_path / "run", "kraft", lambda _m: None
+    )
+    assert verdict is not None, info.extra.get("failure")
+    assert info.model_match, verdict.differences
+    assert (tmp_path / "run" / "cluster" / "controller" / "data" / "meta.properties").is_file()
+    assert _hwchaos_objects() == ([], []) or all("kraft" not in n for n in _hwchaos_objects()[0])

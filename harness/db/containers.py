@@ -111,7 +111,7 @@ class DockerCluster(Cluster):
         self.version = version
         self.workdir = workdir
         safe = "".join(ch if ch.isalnum() or ch in "_.-" else "-" for ch in run_id)
-        self.run_id = f"{safe[:40]}-{uuid.uuid4().hex[:6]}"
+        self.run_id = f"{safe[:30]}-{uuid.uuid4().hex[:6]}"
         self.startup_timeout = startup_timeout
         self.say = say
         self.client: Any = docker.from_env(timeout=120)  # type: ignore[attr-defined]
@@ -151,7 +151,7 @@ class DockerCluster(Cluster):
         return f"/{what}"
 
     def container_name(self, name: str) -> str:
-        return f"hwchaos-{self.run_id}-{self._host(name)}"[:63]
+        return f"hwchaos-{self.run_id}-{self._host(name)}"  # <= 63: run_id is cut to 37
 
     def _create_network(self) -> None:
         """The run's bridge, with a subnet of its own so each container gets a fixed address.

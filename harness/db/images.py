@@ -269,6 +269,7 @@ def build_base_debootstrap(say: Say, client: Any | None = None) -> str:
                         shutil.rmtree(child, ignore_errors=True)
                     else:
                         child.unlink(missing_ok=True)
+        previous = image_id(client, BASE_IMAGE)
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         assert tar.stdout is not None
         client.api.import_image(
@@ -282,6 +283,7 @@ def build_base_debootstrap(say: Say, client: Any | None = None) -> str:
         )
         if tar.wait() != 0:
             raise ImageMissing(f"tar of the {BASE_IMAGE} root file system failed")
+        _drop_replaced(client, previous, BASE_IMAGE)
     finally:
         shutil.rmtree(root_parent, ignore_errors=True)
     say(f"built {BASE_IMAGE} in {time.perf_counter() - t0:.0f}s")
@@ -373,12 +375,21 @@ def _tree_context(tree: Path, dockerfile: str) -> io.BytesIO:
 def _build(client: Any, tag: str, say: Say, **kwargs: Any) -> None:
     import docker.errors
 
+    previous = image_id(client, tag)
     try:
         client.images.build(tag=tag, rm=True, forcerm=True, pull=False, **kwargs)
     except docker.errors.BuildError as exc:
         lines = [str(x.get("stream") or x.get("error") or "").strip() for x in exc.build_log]
         last = next((ln for ln in reversed(lines) if ln), str(exc))
         raise ImageMissing(f"building {tag} failed: {last[:200]}") from None
+    _drop_replaced(client, previous, tag)
+
+
+def _drop_replaced(client: Any, previous: str | None, tag: str) -> None:
+    """Remove the image a rebuild replaced (now untagged), so rebuilds do not pile up."""
+    if previous and previous != image_id(client, tag):
+        with contextlib.suppress(Exception):  # still used by a container or a child image
+            client.images.remove(previous)
 
 
 @_locked

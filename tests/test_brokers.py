@@ -131,7 +131,8 @@ def hwchaos_containers() -> list[str]:
     import docker
 
     client = docker.from_env()  # type: ignore[attr-defined]
-    return [c.name for c in client.containers.list(all=True, filters={"label": "hwchaos.owner"})]
+    found = client.api.containers(all=True, filters={"label": "hwchaos.owner"})  # no inspect race
+    return [c["Names"][0] for c in found]
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])

@@ -231,9 +231,10 @@ def test_missing_image_is_one_line_and_never_pulled(tmp_path: Path) -> None:
 def _hwchaos_objects(run_id: str | None = None) -> tuple[list[str], list[str]]:
     client = _client()
     flt = {"label": f"{reaper.RUN_LABEL}={run_id}" if run_id else reaper.RUN_LABEL}
-    return (
-        [c.name for c in client.containers.list(all=True, filters=flt)],  # type: ignore[attr-defined]
-        [n.name for n in client.networks.list(filters=flt)],  # type: ignore[attr-defined]
+    api = client.api  # type: ignore[attr-defined]
+    return (  # the low-level lists: no per-object inspect racing with removals
+        [c["Names"][0].lstrip("/") for c in api.containers(all=True, filters=flt)],
+        [n["Name"] for n in api.networks(filters=flt)],
     )
 
 

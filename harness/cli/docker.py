@@ -41,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         n_c, n_n = reap(client, only_orphans=not args.all)
         print(f"hwchaos docker: removed {n_c} containers and {n_n} networks", file=sys.stderr)
         return 0
-    cs = client.containers.list(all=True, filters={"label": RUN_LABEL})
-    ns = client.networks.list(filters={"label": RUN_LABEL})
+    cs = client.api.containers(all=True, filters={"label": RUN_LABEL})
+    ns = client.api.networks(filters={"label": RUN_LABEL})
     print(f"daemon {client.version().get('Version')}: {len(cs)} hwchaos containers, "
           f"{len(ns)} hwchaos networks")  # fmt: skip
     return 0

@@ -82,16 +82,18 @@ def reap(client: Any, only_orphans: bool = True, run_id: str | None = None) -> t
     def doomed(lbls: dict[str, str]) -> bool:
         return not only_orphans or not owner_alive(lbls.get(OWNER_LABEL, ""))
 
+    # The low-level list (one call, no inspect per container): containers that disappear
+    # meanwhile, e.g. removed by their own harness, cannot make the reaper fail.
     n_c = n_n = 0
-    for c in client.containers.list(all=True, filters=flt):
-        if doomed(c.labels):
+    for c in client.api.containers(all=True, filters=flt):
+        if doomed(c.get("Labels") or {}):
             with contextlib.suppress(Exception):
-                c.remove(force=True, v=True)
+                client.api.remove_container(c["Id"], force=True, v=True)
                 n_c += 1
-    for net in client.networks.list(filters=flt):
-        if doomed(net.attrs.get("Labels") or {}):
+    for net in client.api.networks(filters=flt):
+        if doomed(net.get("Labels") or {}):
             with contextlib.suppress(Exception):
-                net.remove()
+                client.api.remove_network(net["Id"])
                 n_n += 1
     return n_c, n_n
 

@@ -23,8 +23,10 @@
   backend (the host page cache survives a container kill, as it survives a process kill).
 - **Faults**: the JVM is PID 1 of its container (``exec java`` in the entrypoint), so
   SIGKILL/SIGTERM/SIGSTOP/SIGCONT reach Java itself; network partitions are per link and
-  asymmetric: iptables in the sender's network namespace, entered from the host with
-  ``nsenter -t <pid> -n``; :meth:`DockerCluster.heal` and closing remove every rule.
+  asymmetric: ``cluster.network`` is a :class:`harness.nemesis.network.LinkCuts` (the same
+  rules as the local backend's run network: one DROP per cut link in a node's namespace),
+  entered from the host with ``nsenter -t <pid> -n``; rules are re-inserted when a container
+  restarts (a fresh namespace), removed on heal, and go with the containers at close.
 
 Images come from :mod:`harness.db.images` (built from the release tree or the tarball when
 missing). docker and testcontainers are imported lazily: without them, or without a
@@ -128,7 +130,7 @@ class DockerCluster(Cluster):
         self._network: Any = None
         self._ips: dict[str, str] = {}
         self._published: dict[str, dict[int, int]] = {}  # container port -> host port
-        self._blocked: set[tuple[str, str]] = set()
+        self.network: Any = None  # harness.nemesis.network.LinkCuts once the net exists
         self._closed = False
         self.isolated = _nsenter_ok()  # default route removed in every container
 
@@ -193,7 +195,8 @@ class DockerCluster(Cluster):
         else:
             raise ClusterError("could not create the run's Docker network (address pools busy)")
         subnet = ipaddress.ip_network(cfg["Subnet"])
-        taken = {cfg.get("Gateway")}
+        gateway = cfg.get("Gateway") or str(next(subnet.hosts()))
+        taken = {gateway}
         hosts = (str(h) for h in subnet.hosts())
         for name in self.nodes:
             ip = next(hosts)
@@ -201,6 +204,11 @@ class DockerCluster(Cluster):
                 ip = next(hosts)
             taken.add(ip)
             self._ips[name] = ip
+        if self.isolated:
+            from harness.nemesis.network import LinkCuts
+
+            # The harness's clients reach containers through docker-proxy, from the gateway.
+            self.network = LinkCuts(self._ips, gateway, self._enter, f"hwchaos:{self.run_id}")
 
     def _container(
         self, name: str, role: str, ports: dict[int, int], wait_for: str | None = None
@@ -250,8 +258,8 @@ class DockerCluster(Cluster):
         if pid is None:
             return
         _nsenter(pid, "ip", "route", "del", "default", check=False)
-        if any(src == name for src, _ in self._blocked):
-            self._apply_blocks(name)
+        if self.network is not None:
+            self.network.reapply(name)  # a restarted container has a fresh namespace
 
     def start(self) -> None:
         """The run's network, then whatever the mode starts (through :meth:`launch`)."""
@@ -399,7 +407,8 @@ class DockerCluster(Cluster):
                 self._network.remove()
         with contextlib.suppress(Exception):  # whatever a half-started run created
             reaper_mod.reap(self.client, only_orphans=False, run_id=self.run_id)
-        self._blocked.clear()
+        if self.network is not None:
+            self.network.forget()  # the namespaces went with the containers
         with contextlib.suppress(Exception):
             self.client.close()
 
@@ -456,69 +465,17 @@ class DockerCluster(Cluster):
     def ip(self, name: str) -> str:
         return self._ips[name]
 
-    def block(self, src: str, dst: str) -> None:
-        """Drop every packet ``src`` sends to ``dst`` (one direction of one link)."""
-        self._require_netns()
-        for n in (src, dst):
-            if n not in self._ips:
-                raise NetworkFaultError(f"no node {n!r} in this cluster")
-        self._blocked.add((src, dst))
-        if self.is_running(src):
-            self._apply_blocks(src)
-
-    def partition(self, side_a: list[str], side_b: list[str]) -> None:
-        """Cut every link between the two sides, both directions."""
-        for a in side_a:
-            for b in side_b:
-                self.block(a, b)
-                self.block(b, a)
-
-    def heal(self, links: list[tuple[str, str]] | None = None) -> None:
-        """Remove the given blocked links (all when None); rules leave every namespace."""
-        doomed = set(self._blocked) if links is None else set(links) & self._blocked
-        self._blocked -= doomed
-        for src in {s for s, _ in doomed}:
-            if self.is_running(src):
-                self._apply_blocks(src)
-
-    def blocked(self) -> set[tuple[str, str]]:
-        return set(self._blocked)
+    def _enter(self, node: str) -> list[str]:
+        """The command prefix that runs a program in ``node``'s network namespace."""
+        pid = self._pid(node)
+        if pid is None:
+            raise NetworkFaultError(f"{node} is not running: its network namespace is gone")
+        return ["nsenter", "-t", str(pid), "-n"]
 
     def iptables_rules(self, name: str) -> str:
         """``iptables -S`` inside the node's network namespace (what tests look at)."""
-        self._require_netns()
         pid = self._pid(name)
-        if pid is None:
-            return ""
-        return _nsenter(pid, "iptables", "-w", "-S").stdout
-
-    def _require_netns(self) -> None:
-        if not _nsenter_ok():
-            raise NetworkFaultError(
-                "network partitions need root and nsenter (iptables in each container's "
-                "network namespace, entered from the host)"
-            )
-
-    def _apply_blocks(self, src: str) -> None:
-        """Rewrite ``src``'s HWCHAOS chain to exactly the links blocked from it."""
-        pid = self._pid(src)
-        if pid is None:
-            return
-        dsts = sorted(self._ips[d] for s, d in self._blocked if s == src)
-        ipt = ("iptables", "-w")
-        exists = _nsenter(pid, *ipt, "-S", CHAIN, check=False).returncode == 0
-        if not dsts:
-            if exists:
-                _nsenter(pid, *ipt, "-D", "OUTPUT", "-j", CHAIN, check=False)
-                _nsenter(pid, *ipt, "-F", CHAIN)
-                _nsenter(pid, *ipt, "-X", CHAIN)
-            return
-        if not exists:
-            _nsenter(pid, *ipt, "-N", CHAIN)
-            _nsenter(pid, *ipt, "-I", "OUTPUT", "1", "-j", CHAIN)
-        _nsenter(pid, *ipt, "-F", CHAIN)
-        for ip in dsts:
-            _nsenter(pid, *ipt, "-A", CHAIN, "-d", f"{ip}/32", "-j", "DROP")
+        return "" if pid is None else _nsenter(pid, "iptables", "-w", "-S").stdout
 
 
 def _nsenter(pid: int, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:

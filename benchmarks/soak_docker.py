@@ -75,7 +75,10 @@ def main() -> int:
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
             )
             deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and len(hwchaos_objects()[0]) < 3:
+            mine = f"hwchaos-{args.scenario}__{args.version}__"
+            while time.monotonic() < deadline and (
+                len([c for c in hwchaos_objects()[0] if c.startswith(mine)]) < 3
+            ):
                 time.sleep(0.2)  # polling a bounded wait for the cluster to be up
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()

@@ -59,6 +59,7 @@ __all__ = ["LABEL", "DockerCluster", "NetworkFaultError", "docker_available", "i
 
 CHAIN = "HWCHAOS"
 EXTERNAL_PORT = 19092  # the container port of the harness's listener on every broker
+PEER_SOCKET_TIMEOUT_MS = 5000
 INNER_PORTS = {"zookeeper": 2181, "controller": 9093, "broker": 9092}
 SIGNALS = {
     signals.SIGKILL: "SIGKILL",
@@ -295,6 +296,11 @@ class DockerCluster(Cluster):
         props["listener.security.protocol.map"] = f"{pmap},EXTERNAL:PLAINTEXT"
         if "security.inter.broker.protocol" not in props:
             props.setdefault("inter.broker.listener.name", "PLAINTEXT")
+        # A stopped container's address vanishes: peers get no RST (as from a dead local
+        # process) and wait out their socket timeout (30 s) on the old connection before
+        # reaching the restarted broker. Bound that wait; it only matters when a peer is gone.
+        for key in ("controller.socket.timeout.ms", "replica.socket.timeout.ms"):
+            props.setdefault(key, str(PEER_SOCKET_TIMEOUT_MS))
         self._published[name] = {ext: port}
         return props
 

@@ -408,7 +408,14 @@ def build_from_tree(
     dockerfile = TREE_DOCKERFILE.format(
         base=BASE_IMAGE, inputs_label=INPUTS_LABEL, inputs=inputs, source_label=SOURCE_LABEL
     )
-    _build(client, tag, say, fileobj=_tree_context(tree, dockerfile), custom_context=True)
+    _build(
+        client,
+        tag,
+        say,
+        fileobj=_tree_context(tree, dockerfile),
+        custom_context=True,
+        nocache=force,  # a forced rebuild really rebuilds (no layer cache)
+    )
     say(f"built {tag} in {time.perf_counter() - t0:.0f}s")
     return tag
 

@@ -156,10 +156,12 @@ def _missing_image(image: str) -> str | None:
     """One line when the docker backend's image for a version is not on this daemon."""
     import docker
 
+    from docker.errors import ImageNotFound
+
     client = docker.from_env(timeout=10)  # type: ignore[attr-defined]
     try:
         client.images.get(image)
-    except docker.errors.ImageNotFound:  # type: ignore[attr-defined]
+    except ImageNotFound:
         return f"no image {image} on the Docker daemon (build it: see docker/README.md)"
     except Exception as exc:  # the SDK raises several unrelated types here
         return f"cannot inspect image {image}: {str(exc).splitlines()[0][:160]}"

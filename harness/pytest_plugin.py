@@ -154,9 +154,9 @@ def unavailable(version: KafkaVersion, backend: str) -> str | None:
 
 def _missing_image(image: str) -> str | None:
     """One line when the docker backend's image for a version is not on this daemon."""
-    import docker
-
     from docker.errors import ImageNotFound
+
+    import docker
 
     client = docker.from_env(timeout=10)  # type: ignore[attr-defined]
     try:

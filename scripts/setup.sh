@@ -23,4 +23,12 @@ fi
 if [ -z "${HWCHAOS_NO_DOCKERD:-}" ]; then
   .venv/bin/hwchaos docker up || echo "setup: docker backend unavailable (its tests skip)" >&2
 fi
+# Pages (the replay timeline, reports) are checked in a real headless browser.
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${HWCHAOS_NO_BROWSER:-}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing chromium (headless page checks)" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+      || echo "setup: chromium unavailable (browser checks skip)" >&2
+  fi
+fi
 echo "setup: ok ($(.venv/bin/python --version), $(java -version 2>&1 | head -1))" >&2

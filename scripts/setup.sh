@@ -23,6 +23,13 @@ fi
 if [ -z "${HWCHAOS_NO_DOCKERD:-}" ]; then
   .venv/bin/hwchaos docker up || echo "setup: docker backend unavailable (its tests skip)" >&2
 fi
+# Network partitions (per-node namespaces, iptables) need iproute2 and iptables.
+if { ! command -v ip >/dev/null 2>&1 || ! command -v iptables >/dev/null 2>&1; } \
+  && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing iproute2 and iptables (network partitions)" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null) \
+    || echo "setup: iproute2/iptables unavailable (partition tests skip)" >&2
+fi
 # Pages (the replay timeline, reports) are checked in a real headless browser.
 if ! command -v chromium >/dev/null 2>&1 && [ -z "${HWCHAOS_NO_BROWSER:-}" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -230,3 +230,33 @@ def test_unknown_version_is_one_line(tmp_path: Path) -> None:
         "hwchaos run: unknown Kafka version '9.9.9' (known: 0.10.2.1, 0.11.0.3, 1.1.1, 2.0.1, "
         "2.1.1, 3.3.1, 3.3.1-kraft, 4.0.0, 4.0.0-elr, 3.3.1-ibp0.10)"
     )
+
+
+def test_three_controller_quorum(tmp_path: Path) -> None:
+    """KRaft with three dedicated controllers: heartbeats find the active one, same verdict."""
+    require("4.0.0")
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario2.yaml")
+    info, _p, verdict = play(
+        sc,
+        resolve_version("4.0.0"),
+        "local",
+        tmp_path / "run",
+        "t",
+        progress=lambda _m: None,
+        controllers=3,
+    )
+    assert verdict is not None, info.extra.get("failure")
+    assert info.model_match and verdict.lost_acked == ["m2"], verdict.differences
+    for c in ("controller", "controller2", "controller3"):
+        assert (tmp_path / "run" / "cluster" / c / "data" / "__cluster_metadata-0").is_dir(), c
+    assert jvms_under(tmp_path) == []
+
+
+def test_controllers_on_a_zookeeper_version_is_one_line(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", str(SCENARIO_DIR / "kip101-scenario2.yaml"),
+         "--kafka", "3.3.1", "--controllers", "3", "--out", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert res.returncode == 2
+    assert res.stderr.strip() == "hwchaos run: --controllers 3: 3.3.1 is not a KRaft version"

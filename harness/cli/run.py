@@ -25,6 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-insync", type=int)
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--records", type=int)
+    p.add_argument(
+        "--controllers",
+        type=int,
+        choices=[1, 3],
+        default=1,
+        help="KRaft versions: dedicated controllers in the quorum (default 1)",
+    )
     args = p.parse_args(argv)
     # Resolved once, here: brokers and ZooKeeper run with their own dir as cwd, so a relative
     # run folder would name a different place in their config files.
@@ -54,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
             folder,
             run_id,
             progress=lambda m: print(m, file=sys.stderr, flush=True),
+            controllers=args.controllers,
         )
-    except BrokerUnavailable as exc:
+    except (BrokerUnavailable, ValueError) as exc:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
     if args.json:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from harness.metadata import MetadataView
 
 ZOOKEEPER = "zookeeper"
+NOT_CONTROLLER = 41  # Errors.NOT_CONTROLLER
 # Node ids of KRaft controllers: apart from scenario brokers (1..5).
 CONTROLLER_IDS = (0, 90, 91)
 
@@ -292,6 +293,7 @@ class KRaftMode(Mode):
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
         self._schemas: dict[int, object] | None = None
+        self._active = CONTROLLER  # the controller that last accepted a heartbeat
         self._tree: Path | None = None
 
     def make_nodes(
@@ -414,11 +416,31 @@ class KRaftMode(Mode):
         leader = cluster.nodes[CONTROLLER]
         return KRaftView(leader.data_dir, schemas_for_tree(self._tree), leader.broker_id)
 
-    def _controller_address(self, cluster: Cluster) -> tuple[str, int]:
-        return cluster.node_address(CONTROLLER)
+    def _heartbeat(
+        self, cluster: Cluster, broker_id: int, epoch: int, offset: int, want_fence: bool
+    ) -> int:
+        """BrokerHeartbeat to the active controller; the error code (0 = accepted).
+
+        Only the active controller of a quorum accepts heartbeats (the others answer
+        NOT_CONTROLLER, 41): try the one that last accepted first, then the others.
+        """
+        from harness.client.wire import broker_heartbeat
+
+        order = [self._active] + [c for c in self.controllers if c != self._active]
+        error = -1
+        for c in order:
+            host, port = cluster.node_address(c)
+            try:
+                answer = broker_heartbeat(host, port, broker_id, epoch, offset, want_fence)
+            except Exception:  # a dead or paused controller: ask the next one
+                continue
+            error = answer.error
+            if error != NOT_CONTROLLER:
+                self._active = c
+                return error
+        return error
 
     def declare_dead(self, cluster: Cluster, name: str) -> bool:
-        from harness.client.wire import broker_heartbeat
         from harness.metadata.kraft import KRaftView
 
         with self._lock:
@@ -430,10 +452,9 @@ class KRaftMode(Mode):
         state = img.brokers.get(bid)
         if state is None or state.fenced:
             return False
-        host, port = self._controller_address(cluster)
-        answer = broker_heartbeat(host, port, bid, state.epoch, img.offset, want_fence=True)
-        if answer.error:
-            raise ClusterError(f"fencing broker {name}: controller answered error {answer.error}")
+        error = self._heartbeat(cluster, bid, state.epoch, img.offset, want_fence=True)
+        if error:
+            raise ClusterError(f"fencing broker {name}: the controller answered error {error}")
         return True
 
     def keep_alive(self, cluster: Cluster, names: set[str]) -> None:
@@ -442,10 +463,8 @@ class KRaftMode(Mode):
 
     def _keep(self, cluster: Cluster) -> None:
         """The session keeper thread: heartbeats for silent brokers the script keeps alive."""
-        from harness.client.wire import broker_heartbeat
         from harness.metadata.kraft import KRaftView
 
-        host, port = self._controller_address(cluster)
         while not self._stop.wait(self.KEEPALIVE_INTERVAL):
             with self._lock:
                 names = set(self._alive)
@@ -458,9 +477,7 @@ class KRaftMode(Mode):
                 for n in names:
                     state = img.brokers.get(cluster.brokers[n].broker_id)
                     if state is not None and not state.fenced:
-                        broker_heartbeat(
-                            host, port, state.broker_id, state.epoch, img.offset, want_fence=False
-                        )
+                        self._heartbeat(cluster, state.broker_id, state.epoch, img.offset, False)
 
     def close(self) -> None:
         self._stop.set()

@@ -32,12 +32,20 @@ from reference_model.scenario import Scenario, to_document
 
 
 def make_cluster(
-    version: KafkaVersion, backend: str, names: list[str], workdir: Path, run_id: str
+    version: KafkaVersion,
+    backend: str,
+    names: list[str],
+    workdir: Path,
+    run_id: str,
+    controllers: int = 1,
 ) -> Cluster:
+    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size."""
+    if controllers != 1 and version.mode != "kraft":
+        raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
     if backend == "local":
         from harness.db.local import LocalCluster
 
-        return LocalCluster(version, names, workdir)
+        return LocalCluster(version, names, workdir, controllers=controllers)
     if backend == "docker":
         from harness.db.containers import DockerCluster, docker_available
 
@@ -46,7 +54,7 @@ def make_cluster(
             from harness.db import BrokerUnavailable
 
             raise BrokerUnavailable(reason)
-        cluster: Cluster = DockerCluster(version, names, workdir, run_id)
+        cluster: Cluster = DockerCluster(version, names, workdir, run_id, controllers=controllers)
         return cluster
     raise ValueError(f"unknown backend {backend!r} (local, docker)")
 
@@ -68,6 +76,7 @@ def play(
     folder: Path,
     run_id: str,
     progress: Callable[[str], None],
+    controllers: int = 1,
 ) -> tuple[results.RunInfo, RunResult, Verdict | None]:
     """Play ``scenario`` and write the run folder; returns what was written."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -82,7 +91,9 @@ def play(
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
-    cluster = make_cluster(version, backend, list(scenario.brokers), workdir, run_id)
+    cluster = make_cluster(
+        version, backend, list(scenario.brokers), workdir, run_id, controllers=controllers
+    )
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "

@@ -52,7 +52,8 @@ def test_wrong_expect_fails_with_the_diff_and_junit_carries_the_run_folder(
     res.assert_outcomes(passed=1, failed=1)
     out = res.stdout.str()
     for line in (
-        "wrong on Kafka 0.10.2.1 (hw): expect: does not hold (the model agrees with the brokers)",
+        "wrong on Kafka 0.10.2.1 (0.10.2.1): expect: does not hold "
+        "(the model agrees with the brokers)",
         "  replica  predicted   observed    expected",
         "  B        m1 m3       m1 m3       m1 m2       <- differs at offset 1",
         "  lost_acked: expected [], got ['m2']",

@@ -31,7 +31,7 @@ Era aliases (unchanged since the model's first version):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +63,10 @@ class Generation:
     rules: frozenset[str] = frozenset()
 
 
-FLAGS = (
-    "epoch_in_log",
-    "epoch_truncation",
-    "epoch_walkback",
-    "fencing",
-    "assign_epoch_on_leader",
-    "isr_join_epoch_start",
-    "truncate_on_missed_epoch",
-    "out_of_range_truncates",
-    "truncate_in_fetch",
-    "hw_needs_min_isr",
-    "kraft",
-    "no_epoch_bump_on_isr_shrink",
-    "kraft_unclean_from_config",
-    "elr",
-    "unclean_shutdown_detection",
+# The rule flags are Generation's boolean fields: one list, so a new rule cannot be
+# declared in one place and forgotten in the other.
+FLAGS: tuple[str, ...] = tuple(
+    f.name for f in fields(Generation) if f.name not in ("name", "kafka_versions", "mode", "rules")
 )
 
 

@@ -376,12 +376,8 @@ class DockerCluster(Cluster):
         return str(out)
 
     def exit_code(self, name: str) -> int | None:
-        w = self._wrapped(name)
+        w = self._reloaded(name)
         if w is None:
-            return None
-        try:
-            w.reload()
-        except Exception:
             return None
         if w.status in ("exited", "dead"):
             return int(w.attrs["State"]["ExitCode"])
@@ -428,7 +424,8 @@ class DockerCluster(Cluster):
             return c.get_wrapped_container()
         return None
 
-    def _status(self, name: str) -> str | None:
+    def _reloaded(self, name: str) -> Any:
+        """The node's container with fresh state from the daemon; None if it is gone."""
         w = self._wrapped(name)
         if w is None:
             return None
@@ -436,7 +433,11 @@ class DockerCluster(Cluster):
             w.reload()
         except Exception:
             return None
-        return str(w.status)
+        return w
+
+    def _status(self, name: str) -> str | None:
+        w = self._reloaded(name)
+        return None if w is None else str(w.status)
 
     def _pid(self, name: str) -> int | None:
         w = self._wrapped(name)

@@ -20,6 +20,8 @@ Document shape::
       - detect: {broker: B, hold: [C]}
       - stale_checkpoint: {broker: A, hw: 0}
       - elect: {broker: A, unclean: true}
+      - partition: {from: A, to: [B, controller]}   # both ways; one_way: true for A->X only
+      - heal: A                   # every cut link of A; 'heal: all', or {from: A, to: [B]}
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reference_model.events import ALIAS_NAMES, KINDS, Event
+from reference_model.events import ALIAS_NAMES, KINDS, NODE_NAMES, Event, node_name
 from reference_model.generations import Generation, generation
 from reference_model.state import Config
 
@@ -196,6 +198,56 @@ def _broker(value: Any, brokers: tuple[str, ...], where: str, alias_ok: bool = T
     return brokers.index(name)
 
 
+_NODE_INDEX = {name: idx for idx, name in NODE_NAMES.items()}
+
+
+def _node(value: Any, brokers: tuple[str, ...], where: str) -> int:
+    """A network node: a broker name or controller | zookeeper | client."""
+    name = _scalar(value, where, "a node")
+    if name in _NODE_INDEX:
+        return _NODE_INDEX[name]
+    if name not in brokers:
+        raise ScenarioError(
+            f"{where}: unknown node {_show(name)} (brokers: {', '.join(brokers)}, or one of "
+            f"{', '.join(NODE_NAMES.values())})"
+        )
+    return brokers.index(name)
+
+
+def _parse_links(kind: str, arg: Any, brokers: tuple[str, ...], where: str) -> Event:
+    """``partition: {from: A, to: [B, controller], one_way: false}``; ``heal: A | all``."""
+    if kind == "heal" and not isinstance(arg, Mapping):
+        if arg == "all":
+            return Event("heal")
+        return Event("heal", replica=_broker(arg, brokers, where, alias_ok=False))
+    if not isinstance(arg, Mapping):
+        raise ScenarioError(f"{where}: {kind} takes {{from: A, to: [B, controller]}}")
+    unknown = set(arg) - {"from", "to", "one_way"}
+    if unknown:
+        raise ScenarioError(f"{where}: {kind}: unknown keys {_keys(unknown)}")
+    if "from" not in arg or "to" not in arg:
+        raise ScenarioError(f"{where}: {kind} needs 'from' and 'to'")
+    src = _node(arg["from"], brokers, where)
+    raw_to = arg["to"]
+    if raw_to == "all":
+        others = [*range(len(brokers)), *NODE_NAMES]
+        dsts = [n for n in others if n != src]
+    else:
+        items = raw_to if isinstance(raw_to, list) else [raw_to]
+        if not items:
+            raise ScenarioError(f"{where}: {kind}: 'to' must name at least one node")
+        dsts = [_node(x, brokers, where) for x in items]
+    if src in dsts:
+        raise ScenarioError(f"{where}: {kind}: {node_name(src, brokers)} cannot be cut from itself")
+    one_way = arg.get("one_way", False)
+    if not isinstance(one_way, bool):
+        raise ScenarioError(f"{where}: {kind}: 'one_way' must be true or false")
+    links = {(src, d) for d in dsts}
+    if not one_way:
+        links |= {(d, src) for d in dsts}
+    return Event(kind, replica=src if src >= 0 else -1, links=frozenset(links))
+
+
 def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
     if not isinstance(raw, Mapping) or len(raw) != 1:
         raise ScenarioError(f"{where}: a step is a mapping with one key, e.g. 'crash: B'")
@@ -203,6 +255,8 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
     if not isinstance(kind, str) or kind not in KINDS:
         valid = ", ".join(sorted(KINDS))
         raise ScenarioError(f"{where}: unknown event {_show(kind)} (valid: {valid})")
+    if kind in ("partition", "heal"):
+        return _parse_links(kind, arg, brokers, where)
     takes_replica, takes_record, takes_value, _ = KINDS[kind]
     if kind == "produce":
         if isinstance(arg, Mapping):
@@ -388,10 +442,34 @@ def _raw_text(raw: Mapping[str, Any]) -> str:
     return f"{kind}: {arg}"
 
 
+def _links_document(e: Event, brokers: tuple[str, ...]) -> Any:
+    """partition/heal back to scenario syntax (a link set from one node, both ways or not)."""
+    if not e.links:
+        return brokers[e.replica] if e.replica >= 0 else "all"
+    srcs = {a for a, _ in e.links}
+    src = (
+        e.replica
+        if e.replica >= 0
+        else min(srcs, key=lambda n: (len([1 for a, _ in e.links if a == n]) * -1, n))
+    )
+    dsts = sorted({b for a, b in e.links if a == src}, key=lambda n: (n < 0, n))
+    one_way = not all((d, src) in e.links for d in dsts)
+    doc: dict[str, Any] = {
+        "from": node_name(src, brokers),
+        "to": [node_name(d, brokers) for d in dsts],
+    }
+    if one_way:
+        doc["one_way"] = True
+    return doc
+
+
 def to_document(s: Scenario) -> dict[str, Any]:
     """The inverse of :func:`parse_scenario`: a document ``yaml.safe_dump`` can write."""
     steps: list[dict[str, Any]] = []
     for e in s.steps:
+        if e.kind in ("partition", "heal"):
+            steps.append({e.kind: _links_document(e, s.brokers)})
+            continue
         if e.kind == "produce":
             steps.append(
                 {"produce": {"record": e.record, "to": s.brokers[e.replica]}}

@@ -107,6 +107,9 @@ class PartitionState(NamedTuple):
     writes: tuple[Write, ...] = ()
     crashes: int = 0  # faults injected so far (the explorer bounds them)
     power_losses: int = 0
+    # Network links currently cut, directed (src, dst); nodes are broker indices or the
+    # *_NODE constants of reference_model.events (controller, zookeeper, client).
+    cuts: frozenset[tuple[int, int]] = frozenset()
 
 
 class Config(NamedTuple):

@@ -819,6 +819,23 @@ def _kraft_elect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return st2, note
 
 
+def _partition(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """iptables DROP on the given directed links (what each cut means: see the rules)."""
+    return st._replace(cuts=st.cuts | ev.links), OK
+
+
+def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    if ev.links:
+        healed = st.cuts & ev.links
+    elif ev.replica >= 0:
+        healed = frozenset(c for c in st.cuts if ev.replica in c)
+    else:
+        healed = st.cuts
+    if not healed:
+        return st, "no cut link to heal"
+    return st._replace(cuts=st.cuts - healed), OK
+
+
 HANDLERS: dict[str, Callable[[Config, PartitionState, Event], Outcome]] = {
     "produce": _produce,
     "fetch": _fetch,
@@ -838,6 +855,8 @@ HANDLERS: dict[str, Callable[[Config, PartitionState, Event], Outcome]] = {
     "isr_shrink": _isr_shrink,
     "leader_and_isr": _leader_and_isr,
     "stale_checkpoint": _stale_checkpoint,
+    "partition": _partition,
+    "heal": _heal,
 }
 
 

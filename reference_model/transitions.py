@@ -646,6 +646,8 @@ def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     ctrl = st.controller
     if i not in ctrl.held:
         return st, f"no LeaderAndIsr held back from {cfg.brokers[i]}"
+    if st.cuts and controller_cut(st.cuts, i):
+        return st, f"{cfg.brokers[i]} is still cut from the controller: LeaderAndIsr waits"
     st = st._replace(controller=ctrl._replace(held=ctrl.held - {i}))
     return _deliver(cfg, st), OK
 

@@ -248,6 +248,7 @@ def _explore(
     depth = 0
     next_mark = 50_000
     stopped = False
+    transitions = 0
 
     def report(bad: list[str], path: list[Event]) -> None:
         new_bad = [v for v in bad if v not in found]
@@ -263,13 +264,14 @@ def _explore(
         # id -> index in nxt_frontier; same-level duplicates intersect their sleep sets
         level: dict[int, int] = {}
         nxt_frontier: list[tuple[PartitionState, int, frozenset[Event]]] = []
+        new_here = False
         for st, k, sleep in frontier:
             done: list[Event] = []  # explored here, in order, results not broken
             for ev in alphabet(cfg, bounds, st):
                 if por and ev in sleep:
                     continue
                 nxt = apply(cfg, st, ev)[0]
-                result.transitions += 1
+                transitions += 1
                 if nxt is st:
                     if por and ev.kind in COMMUTING:
                         done.append(ev)
@@ -282,11 +284,11 @@ def _explore(
                     if nid is None:
                         nid = len(links)
                         seen[nk] = nid
+                        new_here = True
                         links.append((k, ev))
                         if len(recent) >= _RECENT_MAX:
                             recent.clear()
                         recent[nxt] = nid
-                        result.depth = depth + 1
                         bad = judged_violations(cfg, st, nxt, settled_only)
                         if bad:
                             report(bad, _path(links, nid))
@@ -334,11 +336,14 @@ def _explore(
             if stopped or (max_states and len(links) >= max_states):
                 result.exhausted = False
                 break
+        if new_here:
+            result.depth = depth + 1
         if not result.exhausted:
             break
         frontier = nxt_frontier
         depth += 1
     result.states = len(links)
+    result.transitions = transitions
     return result
 
 

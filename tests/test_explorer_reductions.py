@@ -248,3 +248,19 @@ def test_compact_keys_change_no_search_result() -> None:
         assert [(c.invariant, c.events) for c in on.counterexamples] == [
             (c.invariant, c.events) for c in off.counterexamples
         ]
+
+
+def test_quick_record_labels_agree_with_the_general_labelling() -> None:
+    """The fast path of record renaming labels records exactly as the general one."""
+    states = _sample_states("kip320", Bounds(replicas=3, records=3, crashes=1), 3000)
+    canon = Canonicaliser(3, symmetry=True, record_renaming=True)
+    used = 0
+    for st in states:
+        for inv in canon._orders(st):
+            quick = canon._quick_labels(st, inv)
+            if quick is None:
+                continue
+            used += 1
+            pm = tuple(inv.index(j) for j in range(3))
+            assert list(quick.items()) == list(canon._labels(st, inv, pm).items()), st
+    assert used > len(states) // 2

@@ -12,7 +12,10 @@ Reductions (issue 13), each switchable (``Reductions``, ``hwchaos explore --no-.
 - *record renaming*: likewise for record ids (they are only ever compared for equality);
 - *partial-order reduction*: sleep sets skip the second order of commuting steps
   (``explore_por``); it skips transitions, never states;
-- *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search.
+- *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search;
+- *compact keys*: the visited set maps interned int tuples (``Canonicaliser.compact``) to
+  state ids, parent links are a list indexed by id, and a cache of recently met concrete
+  states spares duplicates their canonical form. Speed and memory only: same equality.
 
 The frontier keeps the first *concrete* state met for each canonical key, and parent links
 record the concrete event applied, so every counterexample is a real path from the initial

@@ -1,28 +1,36 @@
 """Explorer throughput and which bounds exhaust within 60 s / 10 min (issue 13).
 
-Run: ``nice -n 10 .venv/bin/python benchmarks/bench_explorer.py [--quick] [--budget S]``.
+Run: ``nice -n 10 .venv/bin/python benchmarks/bench_explorer.py [--quick] [--long]``.
 
 Times are CPU seconds of this process (``time.process_time``), i.e. "on one core": the
-machine is shared, and wall time mostly measures the other users. Wall seconds are printed
-beside them. Figures, not assertions. The last lines are one JSON object each,
-``BENCH {"figure": ..., "value": ..., "unit": ..., "target": ...}``, for ``make bench``.
+machine is shared, and wall time mostly measures the other users (the 1-minute load average
+at start and end is printed beside the figures). Figures, not assertions. The last lines
+are ``BENCH {json}`` lines (``table.bench_line``) for ``make bench``:
+
+- distinct states per CPU second at default bounds (replicas 2, records 2, crashes 2),
+  hw and kip320, every reduction on, and the same with none (the pre-issue-13 search);
+- ``--replicas 3`` at default records/crashes: exhausted or not, states, CPU and wall s;
+- the largest bound case (most states) exhausted within 60 CPU-s, and with ``--long``
+  within 600 CPU-s (each case not exhausted in 60 s is run again with 600 s).
 
 Tables:
-1. distinct states per CPU second at default bounds, per protocol: with no reduction (the
-   pre-issue-13 search), with only the fast ``_replace``, with every reduction; and the
-   counterexample lengths of each (they must agree);
-2. bounds against a CPU budget (default 60 s): exhausted or not, states, depth.
+1. states per CPU second per protocol and reductions, with counterexample lengths (they
+   must agree between reductions);
+2. bounds against the CPU budgets: exhausted or not, states, depth.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from table import bench_line
 
 from reference_model.explorer import (
     ALL_REDUCTIONS,
@@ -61,34 +69,46 @@ def run(
     return res, time.process_time() - c0, time.perf_counter() - w0
 
 
-def bench(figure: str, value: float, unit: str, target: str) -> str:
-    return "BENCH " + json.dumps({"figure": figure, "value": value, "unit": unit, "target": target})
+def load() -> float:
+    """The 1-minute load average: how busy the shared machine was (2 cores here)."""
+    return os.getloadavg()[0]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="hw only, small bound table")
     ap.add_argument("--budget", type=float, default=60.0, help="CPU seconds per bound case")
+    ap.add_argument(
+        "--long", type=float, nargs="?", const=600.0, default=0.0,
+        help="re-run cases not exhausted within --budget with this budget (default 600)",
+    )  # fmt: skip
     ap.add_argument("--protocol", default="kip320", help="protocol of the bound table")
     ap.add_argument("--cases", default="", help="only bound cases whose label contains this")
     ap.add_argument("--skip-rates", action="store_true", help="skip table 1")
+    ap.add_argument(
+        "--all-protocols", action="store_true", help="table 1 over every era, not hw and kip320"
+    )
     args = ap.parse_args()
     benches: list[str] = []
+    load0 = load()
+    print(f"load average (1 min) at start: {load0:.2f} on {os.cpu_count()} cores")
 
     print("1. distinct states per CPU second at default bounds (replicas=2 records=2 crashes=2)")
     print(
         f"{'protocol':<8} {'reductions':<10} {'states':>8} {'cpu s':>7} {'wall s':>7} "
         f"{'states/cpu s':>12}  counterexamples (invariant:length)"
     )
-    protocols = [] if args.skip_rates else ["hw"] if args.quick else list(GENERATIONS)
-    fast_only = NO_REDUCTIONS._replace(fast_replace=True)
-    rates: dict[str, list[float]] = {"none": [], "fast": [], "all": []}
+    if args.skip_rates:
+        protocols: list[str] = []
+    elif args.quick:
+        protocols = ["hw"]
+    else:
+        protocols = list(GENERATIONS) if args.all_protocols else ["hw", "kip320"]
     for name in protocols:
         lengths: dict[str, dict[str, int]] = {}
-        for label, red in (("none", NO_REDUCTIONS), ("fast", fast_only), ("all", ALL_REDUCTIONS)):
+        for label, red in (("none", NO_REDUCTIONS), ("all", ALL_REDUCTIONS)):
             res, cpu, wall = run(name, Bounds(), red, 1e9)
             rate = res.states / cpu
-            rates[label].append(rate)
             lengths[label] = {c.invariant: len(c.events) for c in res.counterexamples}
             cx = ",".join(f"{k}:{v}" for k, v in lengths[label].items()) or "-"
             print(
@@ -96,46 +116,82 @@ def main() -> None:
                 f"{rate:>12,.0f}  {cx}",
                 flush=True,
             )
+            benches.append(
+                bench_line(
+                    f"explorer {name} default bounds, reductions {label}: distinct states "
+                    "per CPU second (one core)",
+                    round(rate),
+                    "states/cpu-s",
+                    ">= 100000",
+                    rate >= 100_000,
+                )
+            )
         if lengths["none"] != lengths["all"]:
             print(f"  !! {name}: reductions changed the minimal counterexamples", flush=True)
-    for label in ("none", "fast", "all") if protocols else ():
-        worst = min(rates[label])
-        benches.append(
-            bench(
-                f"explorer distinct states/s, one core, default bounds, reductions {label} "
-                "(slowest protocol)",
-                round(worst),
-                "states/cpu-s",
-                ">= 100000",
-            )
-        )
 
     budget = args.budget
     print(f"\n2. {args.protocol}: bounds against a {budget:.0f} CPU-second budget (all reductions)")
     print(f"{'bounds':<34} {'exhausted':>9} {'states':>9} {'depth':>5} {'cpu s':>7} {'wall s':>7}")
     cases = BOUND_CASES[:1] + BOUND_CASES[6:7] if args.quick else BOUND_CASES
     cases = [c for c in cases if args.cases in c[0]]
-    r3_default: tuple[bool, float, int] | None = None
+    within: dict[float, tuple[str, int]] = {}  # budget -> (label, states) of the largest done
+    r3_default: tuple[bool, int, float, float, float] | None = None
     for label, bounds in cases:
-        res, cpu, wall = run(args.protocol, bounds, ALL_REDUCTIONS, budget)
-        print(
-            f"{label:<34} {res.exhausted!s:>9} {res.states:>9} {res.depth:>5} "
-            f"{cpu:>7.1f} {wall:>7.1f}",
-            flush=True,
-        )
-        if bounds == Bounds(replicas=3):
-            r3_default = (res.exhausted, cpu, res.states)
+        for lim in (budget, args.long) if args.long > budget else (budget,):
+            res, cpu, wall = run(args.protocol, bounds, ALL_REDUCTIONS, lim)
+            print(
+                f"{label:<34} {res.exhausted!s:>9} {res.states:>9} {res.depth:>5} "
+                f"{cpu:>7.1f} {wall:>7.1f}" + (f"  (budget {lim:.0f} s)" if lim != budget else ""),
+                flush=True,
+            )
+            if res.exhausted:
+                for b in (budget, args.long):
+                    if b and cpu <= b and res.states > within.get(b, ("", -1))[1]:
+                        within[b] = (label, res.states)
+            if bounds == Bounds(replicas=3):
+                r3_default = (res.exhausted, res.states, cpu, wall, lim)
+            if res.exhausted:
+                break
     if r3_default is not None:
-        done, cpu, states = r3_default
+        done, states, cpu, wall, lim = r3_default
         benches.append(
-            bench(
-                f"explorer --replicas 3 default bounds, {args.protocol}: "
-                + ("CPU seconds to exhaust" if done else f"not exhausted in {budget:.0f} s"),
-                round(cpu, 1) if done else states,
-                "cpu-s" if done else "states reached",
+            bench_line(
+                f"explorer {args.protocol} --replicas 3 default bounds: "
+                + (
+                    f"exhausted, {states:,} states, wall {wall:.0f} s"
+                    if done
+                    else f"NOT exhausted in {lim:.0f} cpu-s ({states:,} states reached)"
+                ),
+                round(cpu, 1),
+                "cpu-s",
                 "exhausted <= 60 cpu-s",
+                done and cpu <= 60,
             )
         )
+    for b in (budget, args.long):
+        if b and cases:
+            label, states = within.get(b, ("none", 0))
+            benches.append(
+                bench_line(
+                    f"explorer {args.protocol}: largest bound case exhausted within "
+                    f"{b:.0f} cpu-s: {label}",
+                    states,
+                    "states",
+                    None,
+                    None,
+                )
+            )
+    load1 = load()
+    print(f"\nload average (1 min) at end: {load1:.2f}")
+    benches.append(
+        bench_line(
+            f"load average (1 min) during the explorer bench, start/end, {os.cpu_count()} cores",
+            f"{load0:.1f}/{load1:.1f}",
+            "",
+            None,
+            None,
+        )
+    )
     print()
     for line in benches:
         print(line)

@@ -293,6 +293,12 @@ def _ordered_ms(
 
 
 def _build_transforms() -> dict[str, Encoder]:
+    """One compiled function per state class: ``tr_X(obj, pm, inv, rn) -> X`` (see below)."""
+    ns = _build_transforms_ns()
+    return {name: ns[f"tr_{name}"] for name in FIELDS}
+
+
+def _build_transforms_ns() -> dict[str, Any]:
     """One compiled function per state class: ``tr_X(obj, pm, inv, rn) -> X``, the renamed value.
 
     ``rn`` maps old record id -> new record id. Multisets are put in a canonical order: by the
@@ -315,7 +321,15 @@ def _build_transforms() -> dict[str, Encoder]:
         else:
             ns[f"order_{name}"] = repr
     exec("\n".join(src), ns)
-    return {name: ns[f"tr_{name}"] for name in FIELDS}
+    return ns
+
+
+def _build_field_transform(kind: Kind) -> Encoder:
+    """``f(value, pm, inv, rn)``: the relabelled value of one field of ``kind``, exactly as
+    ``tr_PartitionState`` (hence ``Canonicaliser.key``) relabels it."""
+    ns = _build_transforms_ns()
+    exec(f"def f(v, pm, inv, rn):\n    return {_transform_expr(kind, 'v')}\n", ns)
+    return ns["f"]  # type: ignore[no-any-return]
 
 
 def _record_order_key(index: int) -> Encoder:
@@ -350,6 +364,9 @@ class _Labels(dict[Any, int]):
         label = len(self)
         self[key] = label
         return label
+
+
+_SAME = _Same()
 
 
 def _identity(x: Any) -> Any:
@@ -393,6 +410,26 @@ class Canonicaliser:
             if (kind := FIELDS["PartitionState"][f]).tag == "multiset"
         ]
         self._all_perms = list(itertools.permutations(range(replicas)))
+        # compact(): inv -> pm, the intern tables of canonical components and their memo.
+        self._pm: dict[tuple[int, ...], tuple[int, ...]] = {
+            inv: tuple(inv.index(j) for j in range(replicas)) for inv in self._all_perms
+        }
+        self._memo: dict[Any, int] = {}
+        self._ids_rep: dict[Any, int] = {}
+        self._ids_ctrl: dict[Any, int] = {}
+        self._ids_resp: dict[Any, int] = {}
+        self._ids_writes: dict[Any, int] = {}
+        ps_names = tuple(ps_fields)
+        if ps_names[:4] != ("replicas", "controller", "inflight", "writes") or any(
+            FIELDS["PartitionState"][f] != PLAIN for f in ps_names[4:]
+        ):
+            raise ValueError(
+                "explorer compact keys: PartitionState must start with replicas, controller, "
+                f"inflight, writes and hold only plain fields after them, not {ps_names}"
+            )
+        self._rest_start = 4
+        writes_kind = FIELDS["PartitionState"]["writes"]
+        self._tr_writes = _build_field_transform(writes_kind)
 
     def key(self, st: PartitionState) -> Any:
         """The canonical member of ``st``'s class: a valid state, often ``st`` itself.
@@ -414,6 +451,75 @@ class Canonicaliser:
         for new, old in enumerate(inv):
             pm[old] = new
         return self.tr["PartitionState"](st, tuple(pm), inv, _Same() if rn is None else rn)
+
+    def compact(self, st: PartitionState) -> tuple[Any, ...]:
+        """A small tuple of ints equal for two states iff their ``key`` states are equal.
+
+        Why: the visited set of a large search (three replicas: millions of states) is
+        dominated by the states themselves, and every dict lookup re-hashes a nested tuple.
+        Each component of the canonical state (a replica, the controller, an in-flight
+        response, the writes) is relabelled once per (value, permutation, renaming) and
+        interned as an int, so a key is ``(replica ids.., controller id, in-flight ids..,
+        writes id, crashes, power losses, cuts)``: the same structure as ``key``'s state
+        with each component replaced by its intern number, hence the same equality.
+        """
+        if self.symmetry:
+            orders = self._orders(st)
+            inv = orders[0] if len(orders) == 1 else min(orders, key=lambda o: self._encode(st, o))
+        else:
+            inv = self.identity
+        rn = self._renaming(st, inv) if self.record_renaming else None
+        pm = self._pm[inv]
+        if rn is None:
+            rmap: Any = _SAME
+            rkey: Any = None
+        else:
+            rmap = rn
+            rkey = tuple(rn.items())
+        memo = self._memo
+        if len(memo) > _CACHE_MAX:
+            memo.clear()
+        tr = self.tr
+        out: list[Any] = []
+        reps = st.replicas
+        ids = self._ids_rep
+        mk: Any
+        for k in inv:
+            mk = (0, reps[k], pm, rkey)
+            c = memo.get(mk)
+            if c is None:
+                t = tr["Replica"](reps[k], pm, inv, rmap)
+                c = memo[mk] = ids.setdefault(t, len(ids))
+            out.append(c)
+        mk = (1, st.controller, pm)
+        c = memo.get(mk)
+        if c is None:
+            t = tr["Controller"](st.controller, pm, inv, rmap)
+            ids = self._ids_ctrl
+            c = memo[mk] = ids.setdefault(t, len(ids))
+        out.append(c)
+        inflight = st.inflight
+        ids = self._ids_resp
+        for k in inv:
+            resp = inflight[k]
+            if resp is None:
+                out.append(-1)
+                continue
+            mk = (2, resp, pm, rkey)
+            c = memo.get(mk)
+            if c is None:
+                t = tr["FetchResponse"](resp, pm, inv, rmap)
+                c = memo[mk] = ids.setdefault(t, len(ids))
+            out.append(c)
+        mk = (3, st.writes, pm, rkey)
+        c = memo.get(mk)
+        if c is None:
+            t = self._tr_writes(st.writes, pm, inv, rmap)
+            ids = self._ids_writes
+            c = memo[mk] = ids.setdefault(t, len(ids))
+        out.append(c)
+        out.extend(st[self._rest_start :])
+        return tuple(out)
 
     def _orders(self, st: PartitionState) -> list[tuple[int, ...]]:
         """Candidate ``inv`` (new -> old) orders: replicas sorted by an index-free signature.
@@ -494,12 +600,46 @@ class Canonicaliser:
                     rf(items[n][r])
         return labels
 
+    def _quick_labels(self, st: PartitionState, inv: tuple[int, ...]) -> dict[Any, int] | None:
+        """``_labels`` when at most one record id is missing from the logs and responses.
+
+        The order of the records seen only in writes matters only when there are two or
+        more of them; otherwise it is first sight, then the one left (the common case, and
+        a third of the search's canonicalisation time when done the general way).
+        Returns None when the general ``_labels`` is needed.
+        """
+        labels: dict[Any, int] = {}
+        reps = st.replicas
+        for k in inv:
+            for e in reps[k].log:
+                r = e.record
+                if r not in labels:
+                    labels[r] = len(labels)
+        for resp in st.inflight:
+            if resp is not None:
+                return None  # rare (split fetches): the general order, per ``inv``
+        missing = None
+        for wi, _enc, rec_fields in self._multisets:
+            items: Any = st[wi]
+            for w in items:
+                for ri in rec_fields:
+                    r = w[ri]
+                    if r not in labels and r != missing:
+                        if missing is not None:
+                            return None
+                        missing = r
+        if missing is not None:
+            labels[missing] = len(labels)
+        return labels
+
     def _renaming(self, st: PartitionState, inv: tuple[int, ...]) -> dict[Any, Any] | None:
         """Old record id -> canonical id (``m<label+1>``), or None when nothing changes."""
-        pm = [0] * self.n
-        for new, old in enumerate(inv):
-            pm[old] = new
-        labels = self._labels(st, inv, tuple(pm))
+        labels = self._quick_labels(st, inv)
+        if labels is None:
+            pm = [0] * self.n
+            for new, old in enumerate(inv):
+                pm[old] = new
+            labels = self._labels(st, inv, tuple(pm))
         rn = {}
         same = True
         for rec, label in labels.items():

@@ -12,7 +12,10 @@ Reductions (issue 13), each switchable (``Reductions``, ``hwchaos explore --no-.
 - *record renaming*: likewise for record ids (they are only ever compared for equality);
 - *partial-order reduction*: sleep sets skip the second order of commuting steps
   (``explore_por``); it skips transitions, never states;
-- *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search.
+- *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search;
+- *compact keys*: the visited set maps interned int tuples (``Canonicaliser.compact``) to
+  state ids, parent links are a list indexed by id, and a cache of recently met concrete
+  states spares duplicates their canonical form. Speed and memory only: same equality.
 
 The frontier keeps the first *concrete* state met for each canonical key, and parent links
 record the concrete event applied, so every counterexample is a real path from the initial
@@ -86,20 +89,28 @@ class Reductions(NamedTuple):
     ``record_renaming``: states equal up to a renaming of record ids are one state.
     ``por``: sleep-set partial-order reduction over commuting steps (``explore_por``).
     ``fast_replace``: the generated NamedTuple ``_replace`` (``explore_fast``), speed only.
+    ``compact_keys``: the visited set holds interned int tuples (``Canonicaliser.compact``)
+    instead of canonical states, speed and memory only (same equality).
     """
 
     symmetry: bool = True
     record_renaming: bool = True
     por: bool = True
     fast_replace: bool = True
+    compact_keys: bool = True
 
 
 ALL_REDUCTIONS = Reductions()
-NO_REDUCTIONS = Reductions(symmetry=False, record_renaming=False, por=False, fast_replace=False)
+NO_REDUCTIONS = Reductions(
+    symmetry=False, record_renaming=False, por=False, fast_replace=False, compact_keys=False
+)
 
 
 def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
-    """Events worth trying from ``st``: cheap preconditions prune certain no-ops."""
+    """Events worth trying from ``st``: cheap preconditions prune certain no-ops.
+
+    The explorer's one place that generates candidate events (every search calls it).
+    """
     n = len(st.replicas)
     ctrl = st.controller
     gen = cfg.generation
@@ -202,7 +213,6 @@ def explore(
 
 Key = Hashable
 _EMPTY: frozenset[Event] = frozenset()
-Link = tuple[Key, Event] | None
 
 
 def _explore(
@@ -227,19 +237,24 @@ def _explore(
     cfg = Config(names, gen, acks, min(min_insync, bounds.replicas), unclean)
     start = initial_state(cfg, 0)
     canon = Canonicaliser(bounds.replicas, red.symmetry, red.record_renaming)
-    key = canon.key
-    k0 = key(start)
-    parent: dict[Key, Link] = {k0: None}
-    broken: set[Key] = set()
-    aliases: dict[PartitionState, Key] = {}  # concrete state -> its canonical key, when differ
+    key: Callable[[PartitionState], Key] = canon.compact if red.compact_keys else canon.key
+    # Every distinct canonical key gets an int id; links[id] = (parent id, event) or None.
+    seen: dict[Key, int] = {key(start): 0}
+    links: list[tuple[int, Event] | None] = [None]
+    broken: set[int] = set()
+    # concrete state -> id of its key, for the states met recently: a duplicate successor
+    # (most successors are) costs one hash instead of a canonical form. Bounded: it only
+    # saves time, and the concrete states it holds would otherwise be garbage.
+    recent: dict[PartitionState, int] = {start: 0}
     empty: frozenset[Event] = frozenset()
-    frontier: list[tuple[PartitionState, Key, frozenset[Event]]] = [(start, k0, empty)]
+    frontier: list[tuple[PartitionState, int, frozenset[Event]]] = [(start, 0, empty)]
     result = ExploreResult()
     found: set[str] = set()
     por = red.por
     depth = 0
     next_mark = 50_000
     stopped = False
+    transitions = 0
 
     def report(bad: list[str], path: list[Event]) -> None:
         new_bad = [v for v in bad if v not in found]
@@ -252,9 +267,10 @@ def _explore(
         if bounds.max_depth and depth >= bounds.max_depth:
             result.exhausted = False
             break
-        # key -> (index in nxt_frontier); same-level duplicates intersect their sleep sets
-        level: dict[Key, int] = {}
-        nxt_frontier: list[tuple[PartitionState, Key, frozenset[Event]]] = []
+        # id -> index in nxt_frontier; same-level duplicates intersect their sleep sets
+        level: dict[int, int] = {}
+        nxt_frontier: list[tuple[PartitionState, int, frozenset[Event]]] = []
+        new_here = False
         for st, k, sleep in frontier:
             done: list[Event] = []  # explored here, in order, results not broken
             for ev in alphabet(cfg, bounds, st):
@@ -263,74 +279,83 @@ def _explore(
                 if ev.kind in PREVENTABLE and prevented(cfg, st, ev) is not None:
                     continue  # the version makes this step impossible (issue 9)
                 nxt = apply(cfg, st, ev)[0]
-                result.transitions += 1
+                transitions += 1
                 if nxt is st:
                     if por and ev.kind in COMMUTING:
                         done.append(ev)
                     continue
-                # Cheap exits first: a state that is its own canonical form, or a concrete state
-                # met before, is a duplicate without computing its canonical form.
-                nk: Key
-                if nxt in parent:
-                    nk = nxt
-                elif nxt in aliases:
-                    nk = aliases[nxt]
-                else:
+                # Cheap exit first: a concrete state met recently needs no canonical form.
+                nid = recent.get(nxt)
+                if nid is None:
                     nk = key(nxt)
-                    if nk is not nxt:
-                        aliases[nxt] = nk
-                if nk in parent:
-                    if nk in broken:
+                    nid = seen.get(nk)
+                    if nid is None:
+                        nid = len(links)
+                        seen[nk] = nid
+                        new_here = True
+                        links.append((k, ev))
+                        if len(recent) >= _RECENT_MAX:
+                            recent.clear()
+                        recent[nxt] = nid
+                        bad = judged_violations(cfg, st, nxt, settled_only)
+                        if bad:
+                            report(bad, _path(links, nid))
+                            broken.add(nid)
+                            continue  # a broken state is not extended: its successors repeat it
+                        z = _child_sleep(st, ev, sleep, done) if por else empty
+                        if por:
+                            level[nid] = len(nxt_frontier)
+                            if ev.kind in COMMUTING:
+                                done.append(ev)
+                        nxt_frontier.append((nxt, nid, z))
+                        if progress is not None and len(links) >= next_mark:
+                            next_mark += 50_000
+                            if progress(len(links), depth + 1, len(nxt_frontier)):
+                                stopped = True
                         continue
-                    if nxt.controller.leader != st.controller.leader and any(
-                        v not in found for v in TRANSITION_INVARIANTS
-                    ):
-                        # A transition invariant can break on an edge into a known state.
-                        bad = [
-                            v
-                            for v in judged_violations(cfg, st, nxt, settled_only)
-                            if v in TRANSITION_INVARIANTS
-                        ]
-                        if bad and any(v not in found for v in bad):
-                            report(bad, [*_path(parent, k), ev])
-                    if por:
-                        idx = level.get(nk)
-                        if idx is not None:
-                            s2, k2, z2 = nxt_frontier[idx]
-                            if s2 == nxt:
-                                z = _child_sleep(st, ev, sleep, done)
-                                nxt_frontier[idx] = (s2, k2, z2 & z)
-                            elif z2:
-                                nxt_frontier[idx] = (s2, k2, empty)
-                        if ev.kind in COMMUTING:
-                            done.append(ev)
+                    if len(recent) >= _RECENT_MAX:
+                        recent.clear()
+                    recent[nxt] = nid
+                # A state met before.
+                if nid in broken:
                     continue
-                parent[nk] = (k, ev)
-                result.depth = depth + 1
-                bad = judged_violations(cfg, st, nxt, settled_only)
-                if bad:
-                    report(bad, _path(parent, nk))
-                    broken.add(nk)
-                    continue  # do not extend a broken state: its successors repeat the finding
-                z = _child_sleep(st, ev, sleep, done) if por else empty
+                if nxt.controller.leader != st.controller.leader and any(
+                    v not in found for v in TRANSITION_INVARIANTS
+                ):
+                    # A transition invariant can break on an edge into a known state.
+                    bad = [
+                        v
+                        for v in judged_violations(cfg, st, nxt, settled_only)
+                        if v in TRANSITION_INVARIANTS
+                    ]
+                    if bad and any(v not in found for v in bad):
+                        report(bad, [*_path(links, k), ev])
                 if por:
-                    level[nk] = len(nxt_frontier)
+                    idx = level.get(nid)
+                    if idx is not None:
+                        s2, k2, z2 = nxt_frontier[idx]
+                        if s2 == nxt:
+                            z = _child_sleep(st, ev, sleep, done)
+                            nxt_frontier[idx] = (s2, k2, z2 & z)
+                        elif z2:
+                            nxt_frontier[idx] = (s2, k2, empty)
                     if ev.kind in COMMUTING:
                         done.append(ev)
-                nxt_frontier.append((nxt, nk, z))
-                if progress is not None and len(parent) >= next_mark:
-                    next_mark += 50_000
-                    if progress(len(parent), depth + 1, len(nxt_frontier)):
-                        stopped = True
-            if stopped or (max_states and len(parent) >= max_states):
+            if stopped or (max_states and len(links) >= max_states):
                 result.exhausted = False
                 break
+        if new_here:
+            result.depth = depth + 1
         if not result.exhausted:
             break
         frontier = nxt_frontier
         depth += 1
-    result.states = len(parent)
+    result.states = len(links)
+    result.transitions = transitions
     return result
+
+
+_RECENT_MAX = 1_000_000
 
 
 def _child_sleep(
@@ -342,13 +367,14 @@ def _child_sleep(
     return frozenset(b for b in (*sleep, *done) if independent(st, b, ev))
 
 
-def _path(parent: dict[Key, Link], k: Key) -> list[Event]:
+def _path(links: list[tuple[int, Event] | None], k: int) -> list[Event]:
+    """The events from the initial state to state id ``k``."""
     out: list[Event] = []
-    link = parent[k]
+    link = links[k]
     while link is not None:
         prev, ev = link
         out.append(ev)
-        link = parent[prev]
+        link = links[prev]
     out.reverse()
     return out
 

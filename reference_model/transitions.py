@@ -50,15 +50,15 @@ OK = ""
 
 
 def _with(st: PartitionState, i: int, rep: Replica) -> PartitionState:
-    reps = list(st.replicas)
-    reps[i] = rep
-    return st._replace(replicas=tuple(reps))
+    reps = st.replicas
+    return st._replace(replicas=(*reps[:i], rep, *reps[i + 1 :]))
 
 
 def _set_inflight(st: PartitionState, i: int, resp: FetchResponse | None) -> PartitionState:
-    inf = list(st.inflight)
-    inf[i] = resp
-    return st._replace(inflight=tuple(inf))
+    inf = st.inflight
+    if inf[i] is resp:
+        return st
+    return st._replace(inflight=(*inf[:i], resp, *inf[i + 1 :]))
 
 
 def _reachable(rep: Replica) -> bool:
@@ -117,7 +117,10 @@ def _complete_writes(cfg: Config, st: PartitionState) -> PartitionState:
     delayed produce (``tryCompleteDelayedRequests``). A leader that stepped down or died in
     between already failed its pending writes (``_fail_pending``).
     """
-    if not any(w.status == PENDING for w in st.writes):
+    for w in st.writes:
+        if w.status == PENDING:
+            break
+    else:
         return st
     writes = list(st.writes)
     changed = False

@@ -33,12 +33,11 @@ from reference_model.state import Config, PartitionState, initial_state
 from reference_model.transitions import apply
 
 ONLY = {
-    "symmetry": Reductions(symmetry=True, record_renaming=False, por=False, fast_replace=False),
-    "record_renaming": Reductions(
-        symmetry=False, record_renaming=True, por=False, fast_replace=False
-    ),
-    "por": Reductions(symmetry=False, record_renaming=False, por=True, fast_replace=False),
-    "fast_replace": Reductions(symmetry=False, record_renaming=False, por=False, fast_replace=True),
+    "symmetry": NO_REDUCTIONS._replace(symmetry=True),
+    "record_renaming": NO_REDUCTIONS._replace(record_renaming=True),
+    "por": NO_REDUCTIONS._replace(por=True),
+    "fast_replace": NO_REDUCTIONS._replace(fast_replace=True),
+    "compact_keys": NO_REDUCTIONS._replace(compact_keys=True),
     "all": Reductions(),
 }
 
@@ -195,16 +194,73 @@ def test_cli_flags_switch_reductions(tmp_path: Path, capsys: pytest.CaptureFixtu
     args = ["explore", "--protocol", "hw", "--records", "1", "--json", "--out", str(tmp_path)]
     main(args)
     on = json.loads(capsys.readouterr().out)
-    main([*args, "--no-symmetry", "--no-record-renaming", "--no-por", "--no-fast-replace"])
+    main(
+        [
+            *args,
+            "--no-symmetry",
+            "--no-record-renaming",
+            "--no-por",
+            "--no-fast-replace",
+            "--no-compact-keys",
+        ]
+    )
     off = json.loads(capsys.readouterr().out)
     assert on["reductions"] == {
         "symmetry": True,
         "record_renaming": True,
         "por": True,
         "fast_replace": True,
+        "compact_keys": True,
     }
     assert not any(off["reductions"].values())
     assert on["states"] <= off["states"]
     lengths_on = {c["invariant"]: c["length"] for c in on["counterexamples"]}
     lengths_off = {c["invariant"]: c["length"] for c in off["counterexamples"]}
     assert lengths_on == lengths_off
+
+
+@pytest.mark.parametrize(("symmetry", "renaming"), [(True, True), (True, False), (False, True)])
+def test_compact_key_partitions_states_exactly_like_the_canonical_state(
+    symmetry: bool, renaming: bool
+) -> None:
+    """compact(a) == compact(b) iff key(a) == key(b): the int tuples lose nothing, merge nothing."""
+    samples = [
+        (3, _sample_states("kip320", Bounds(replicas=3, records=2, crashes=1), 4000)),
+        (2, _sample_states("kip279", Bounds(records=2, split_fetch=True), 2000)),
+    ]
+    for n, states in samples:
+        canon = Canonicaliser(n, symmetry=symmetry, record_renaming=renaming)
+        compact_of: dict[object, set[object]] = {}
+        for st in states:
+            compact_of.setdefault(canon.key(st), set()).add(canon.compact(st))
+        assert all(len(cs) == 1 for cs in compact_of.values()), "one key, two compact keys"
+        compacts = [c for cs in compact_of.values() for c in cs]
+        assert len(set(compacts)) == len(compacts), "two keys, one compact key"
+        assert len(compact_of) < len(states) or not (symmetry or renaming)
+
+
+def test_compact_keys_change_no_search_result() -> None:
+    """Speed only: the same states, transitions, depth and the very same counterexamples."""
+    for protocol, bounds in [("hw", Bounds()), ("kip101", Bounds(replicas=3, records=1))]:
+        on = explore(generation(protocol), bounds)
+        off = explore(generation(protocol), bounds, reductions=Reductions(compact_keys=False))
+        assert (on.states, on.transitions, on.depth) == (off.states, off.transitions, off.depth)
+        assert [(c.invariant, c.events) for c in on.counterexamples] == [
+            (c.invariant, c.events) for c in off.counterexamples
+        ]
+
+
+def test_quick_record_labels_agree_with_the_general_labelling() -> None:
+    """The fast path of record renaming labels records exactly as the general one."""
+    states = _sample_states("kip320", Bounds(replicas=3, records=3, crashes=1), 3000)
+    canon = Canonicaliser(3, symmetry=True, record_renaming=True)
+    used = 0
+    for st in states:
+        for inv in canon._orders(st):
+            quick = canon._quick_labels(st, inv)
+            if quick is None:
+                continue
+            used += 1
+            pm = tuple(inv.index(j) for j in range(3))
+            assert list(quick.items()) == list(canon._labels(st, inv, pm).items()), st
+    assert used > len(states) // 2

@@ -138,6 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-fast-replace", action="store_true", help="use the stock NamedTuple _replace"
     )
     p.add_argument(
+        "--no-compact-keys",
+        action="store_true",
+        help="visited set of canonical states instead of interned int tuples",
+    )
+    p.add_argument(
         "--judge-every-state",
         action="store_true",
         help="judge invariants on every state, not only settled ones (pre-issue-9 behaviour)",

@@ -37,6 +37,7 @@ def main(args: argparse.Namespace) -> int:
         record_renaming=not args.no_record_renaming,
         por=not args.no_por,
         fast_replace=not args.no_fast_replace,
+        compact_keys=not args.no_compact_keys,
     )
     settled_only = not args.judge_every_state
     if not args.json:

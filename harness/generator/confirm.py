@@ -180,7 +180,7 @@ def classify(model: ModelVerdict, run: RunOutcome, version: str) -> tuple[str, s
     if run.verdict == "prevented":  # cannot happen without a predicted prevention
         return (
             MISMATCH,
-            f"the run stopped as prevented but the model predicts no prevention{_failure(run)}",
+            f"the run stopped as prevented, the model predicts none{_failure(run)}",
         )
     return MISMATCH, f"run ended {run.verdict}{_failure(run)}"
 

@@ -1,0 +1,96 @@
+"""``hwchaos explore --confirm`` on real brokers: every counterexample played and classified.
+
+Small bounds (one record) so each exploration finishes in seconds and yields two
+counterexamples; the confirm plays them on 0.10.2.1 (``hw``) and 3.3.1 (``kip320`` with a
+power loss), the two versions the issue names. Skipped with the one-line reason when the
+release tree (or, for the docker twin, a daemon) is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.db.process import jvms_under
+from harness.db.versions import resolve_version
+from harness.generator.confirm import CLASSIFICATIONS, MISMATCH, unavailable
+
+pytestmark = pytest.mark.broker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CASES = {
+    "hw-0.10.2.1": ("0.10.2.1", ["--protocol", "hw", "--records", "1", "--crashes", "2"]),
+    "kip320-3.3.1": (
+        "3.3.1",
+        ["--protocol", "kip320", "--records", "1", "--crashes", "1", "--power-losses", "1"],
+    ),
+}
+ENTRY_KEYS = {
+    "invariant",
+    "steps",
+    "file",
+    "classification",
+    "reason",
+    "run_folder",
+    "model_verdict",
+    "observed",
+    "seconds",
+    "same_run_as",
+}
+
+
+def confirm_json(version: str, args: list[str], backend: str, tmp: Path) -> tuple[int, Any]:
+    reason = unavailable(resolve_version(version), backend)
+    if reason is not None:
+        pytest.skip(reason)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "harness.cli", "explore", *args]
+    cmd += ["--confirm", "--kafka", version, "--backend", backend, "--json"]
+    cmd += ["--out", str(tmp / "found"), "--runs", str(tmp / "runs")]
+    res = subprocess.run(
+        cmd, capture_output=True, text=True, cwd=ROOT, timeout=900, env=dict(os.environ)
+    )
+    assert res.returncode in (0, 1), res.stderr[-3000:]
+    return res.returncode, json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_counterexample_is_played_and_classified(
+    case: str, backend: str, tmp_path: Path
+) -> None:
+    version, args = CASES[case]
+    if backend == "docker" and case != "hw-0.10.2.1":
+        pytest.skip("docker twin: one case is enough (same classification code)")
+    rc, doc = confirm_json(version, args, backend, tmp_path)
+    found = doc["counterexamples"]
+    assert found, "the bounds are chosen to find counterexamples"
+    confirm = doc["confirm"]
+    assert confirm["kafka"] == version and confirm["backend"] == backend
+    assert sum(confirm["counts"].values()) == len(found)
+    assert list(confirm["counts"]) == list(CLASSIFICATIONS)
+    folders = set()
+    for i, cx in enumerate(found, start=1):
+        assert set(cx) >= ENTRY_KEYS, set(cx) ^ ENTRY_KEYS
+        assert cx["classification"] in CLASSIFICATIONS and cx["reason"], cx
+        assert set(cx["observed"]) == {"verdict", "lost_acked", "divergent_offsets"}
+        assert cx["model_verdict"]["profile"] == resolve_version(version).generation
+        run = Path(cx["run_folder"])
+        if cx["same_run_as"] is None:
+            folders.add(run)
+            verdict = json.loads((run / "verdict.json").read_text())
+            assert verdict["verdict"] == cx["observed"]["verdict"]
+            assert (run / "report.html").is_file() and (run / "scenario.yaml").is_file()
+        else:
+            first = found[cx["same_run_as"] - 1]
+            assert cx["same_run_as"] < i and first["steps"] == cx["steps"]
+            assert cx["classification"] == first["classification"]
+    assert confirm["runs_played"] == len(folders)
+    assert rc == (1 if confirm["counts"][MISMATCH] else 0)
+    assert jvms_under(tmp_path) == []

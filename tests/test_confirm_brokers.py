@@ -19,8 +19,9 @@ import pytest
 
 from harness.db.process import jvms_under
 from harness.db.versions import resolve_version
-from harness.generator.confirm import CLASSIFICATIONS, MISMATCH, unavailable
+from harness.generator.confirm import CLASSIFICATIONS, MISMATCH, PREVENTED, unavailable
 
+pytest_plugins = ("pytester",)
 pytestmark = pytest.mark.broker
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +32,8 @@ CASES = {
         "3.3.1",
         ["--protocol", "kip320", "--records", "1", "--crashes", "1", "--power-losses", "1"],
     ),
+    # KRaft refuses the restart before the controller fenced B: prevented, as the model says
+    "hw-4.0.0": ("4.0.0", ["--protocol", "hw", "--records", "1", "--crashes", "2"]),
 }
 ENTRY_KEYS = {
     "invariant",
@@ -87,10 +90,65 @@ def test_every_counterexample_is_played_and_classified(
             verdict = json.loads((run / "verdict.json").read_text())
             assert verdict["verdict"] == cx["observed"]["verdict"]
             assert (run / "report.html").is_file() and (run / "scenario.yaml").is_file()
+            if cx["classification"] == PREVENTED:
+                # the model's reason and the harness's note, in the verdict and the report
+                p = verdict["prevented"]
+                assert p["reached"] and p["step"] == cx["model_verdict"]["prevented"]["step"]
+                assert p["reason"] == cx["model_verdict"]["prevented"]["reason"]
+                assert p["harness_note"] and verdict["model_match"]
+                assert "<h2>Prevented</h2>" in (run / "report.html").read_text()
         else:
             first = found[cx["same_run_as"] - 1]
             assert cx["same_run_as"] < i and first["steps"] == cx["steps"]
             assert cx["classification"] == first["classification"]
     assert confirm["runs_played"] == len(folders)
     assert rc == (1 if confirm["counts"][MISMATCH] else 0)
+    if case == "hw-4.0.0":
+        assert confirm["counts"][PREVENTED] == len(found), [c["reason"] for c in found]
     assert jvms_under(tmp_path) == []
+
+
+PREVENTED_ON_KRAFT = """\
+name: restart-before-fence
+brokers: [A, B]
+leader: A
+topic: {replication_factor: 2, min_insync_replicas: 2, unclean_leader_election: false}
+producer: {acks: all}
+steps:
+  - produce: m1
+  - fetch: B
+  - fetch: B
+  - crash: B
+  - restart: B
+  - crash: A
+  - detect: A
+"""
+
+
+def test_run_of_a_predicted_prevention_passes_in_run_and_plugin(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """``hwchaos run`` exits 0 with verdict ``prevented``; a plugin item passes and says why."""
+    reason = unavailable(resolve_version("4.0.0"), "local")
+    if reason is not None:
+        pytest.skip(reason)
+    path = tmp_path / "restart-before-fence.yaml"
+    path.write_text(PREVENTED_ON_KRAFT)
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "harness.cli", "run", str(path)]
+    cmd += ["--kafka", "4.0.0", "--json", "--out", str(tmp_path / "runs")]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(res.stdout)
+    assert doc["verdict"] == "prevented" and doc["model_match"]
+    assert doc["prevented"]["step"] == 5 and doc["prevented"]["event"] == "restart B"
+    assert "DuplicateBrokerRegistrationException" in doc["prevented"]["reason"]
+    # played up to the prevented step: B holds m1 on disk, as the model says
+    assert [r["record"] for r in doc["replicas"]["B"]] == ["m1"]
+
+    pytester.makefile(".yaml", restart_before_fence=PREVENTED_ON_KRAFT)
+    out = pytester.runpytest_subprocess(
+        "-p", "hwchaos", "--hwchaos-kafka", "4.0.0", "-q", "-rA", "--hwchaos-out", "runs"
+    )
+    out.assert_outcomes(passed=1)
+    assert "prevented as predicted at step 5 (restart B)" in out.stdout.str()
+    assert jvms_under(tmp_path) == [] and jvms_under(pytester.path) == []

@@ -9,7 +9,10 @@ How a scripted ordering is made to happen on brokers that replicate continuously
   reports (as its high watermark) what the ISR now holds, then pauses F again.
 - ``restart F`` holds the leader (pauses it) while F starts, so F processes its
   LeaderAndIsr (truncating to its HW before 0.11; before 0.11 nothing else can happen) but
-  cannot fetch until a later step; then F is paused and the leader resumed.
+  cannot fetch until a later step; then F is paused and the leader resumed. A restart the
+  model's controller did not notice (no ``detect F`` before it) happens while the
+  controller broker is frozen, and controllership then fails over to a spare broker that
+  never knew F was gone (ZooKeeper mode; harness.nemesis.failover).
 - ``detect F`` deletes the dead broker's registration, which is what the expiry of its
   ZooKeeper session does, and waits until the controller's decision is in ZooKeeper.
 - ``checkpoint``/``stale_checkpoint``/``flush`` decide what the files say after a crash or
@@ -37,6 +40,7 @@ from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster, TopicSpec
 from harness.db.versions import KafkaVersion
 from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
+from harness.nemesis.failover import ControllerFailover, has_spare
 from harness.readback.logformat import read_partition_dir
 from reference_model.events import Event
 from reference_model.run import RunResult, expand
@@ -132,6 +136,9 @@ class Playbook:
         self._consumer: Any = None
         self._lai_base: dict[str, tuple[int, int]] = {}
         self._model_step = 0  # the model state whose controller liveness the run follows
+        self.failover = (
+            ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
+        )
 
     # ------------------------------------------------------------------ observing
 
@@ -547,14 +554,15 @@ class Playbook:
 
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
-        if ev.replica in before.controller.live:
+        unnoticed = ev.replica in before.controller.live
+        if unnoticed and (self.kraft or self.failover is None):
             why = (
                 "a KRaft controller refuses the new registration while the old heartbeat "
                 "session lives (DuplicateBrokerRegistrationException) and registers it with "
                 "a new broker epoch afterwards"
                 if self.kraft
-                else "a ZooKeeper-mode controller sees every bounce (the old session must "
-                f"expire before {name} can register again)"
+                else "the cluster was started without a spare controller broker to fail "
+                "over to (harness.nemesis.failover.prepare)"
             )
             raise StepPrevented(
                 f"step {k}: restart {name} before the controller noticed its failure: {why}; "
@@ -565,6 +573,11 @@ class Playbook:
         lead = self.leader()
         if lead is not None and lead not in self.down:
             self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
+        frozen = ""
+        if unnoticed and self.failover is not None:
+            # The bounce no controller sees: see harness.nemesis.failover.
+            frozen = self.failover.freeze()
+            self.cluster.declare_dead(name)  # F crashed; its session has not expired
         if not self.kraft:
             self._mark_start(name)
         self.cluster.start_broker(name)
@@ -575,6 +588,19 @@ class Playbook:
             self.timeout,
             self._seen,
         )
+        note = ""
+        if frozen and self.failover is not None:
+            running = [
+                n
+                for n in self.names
+                if n not in self.down | self.held | self.user_paused and self.cluster.is_running(n)
+            ]
+            new = self.failover.fail_over(pause=running)
+            ids = self.cluster.brokers
+            note = (
+                f"realised: controller {ids[frozen].broker_id} frozen, {name} re-registered, "
+                f"controller failed over to {ids[new].broker_id}"
+            )
         if not self.kraft:
             sent0 = self._lai_base[name][0]
             wait_until(
@@ -591,7 +617,9 @@ class Playbook:
             self._leader_ready(name)
         else:
             self._hold(name)  # the leader stays held until a step needs it
-        return ""
+        if frozen and self.failover is not None:
+            self.failover.restore_standby(frozen)
+        return note
 
     def _applied_or_none(self, name: str) -> bool:
         try:
@@ -622,13 +650,21 @@ class Playbook:
         return len(pattern.findall(text))
 
     def _lai_sent(self, name: str) -> int:
-        path = self.cluster.state_change_log(CONTROLLER)
-        if path is None or not path.exists():
-            return 0
-        text = path.read_text(errors="replace")
-        pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
-        bid = str(self.ids[name])
-        return sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
+        """LeaderAndIsr requests sent to ``name`` by every controller of the run so far."""
+        total = 0
+        for controller in self._controller_brokers():
+            path = self.cluster.state_change_log(controller)
+            if path is None or not path.exists():
+                continue
+            text = path.read_text(errors="replace")
+            pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
+            bid = str(self.ids[name])
+            total += sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
+        return total
+
+    def _controller_brokers(self) -> list[str]:
+        """The controller broker, and the spare a failover may hand controllership to."""
+        return self.failover.eligible() if self.failover is not None else [CONTROLLER]
 
     def _mark_start(self, name: str) -> None:
         """Counters from which LeaderAndIsr requests to a (re)started broker are tracked."""
@@ -714,7 +750,7 @@ class Playbook:
 
     def close(self) -> None:
         for n in list(self.held) + list(self.user_paused):
-            if n != CONTROLLER:
+            if n not in self._controller_brokers():
                 nemesis.resume(self.cluster, n)
         self.held.clear()
         if self._consumer is not None:

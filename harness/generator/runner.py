@@ -24,8 +24,10 @@ from harness.checker import results
 from harness.checker.diff import Verdict, check
 from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
+from harness.db.modes import SPARE_CONTROLLER
 from harness.db.versions import KafkaVersion, resolve_version
 from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.events import Event
 from reference_model.run import RunResult, run_scenario
@@ -97,6 +99,7 @@ def play(
     cluster = make_cluster(
         version, backend, list(scenario.brokers), workdir, run_id, controllers=controllers
     )
+    failover.prepare(cluster, prediction)  # a spare controller broker if a step needs one
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "
@@ -307,7 +310,7 @@ def _epoch_checkpoint(cluster: Cluster, name: str) -> list[tuple[int, int]]:
 
 
 def _copy_broker_logs(workdir: Path, dest: Path, names: list[str]) -> None:
-    for name in ["zookeeper", "controller", *names]:
+    for name in ["zookeeper", "controller", SPARE_CONTROLLER, *names]:
         src = workdir / name / "logs"
         if src.is_dir():
             shutil.copytree(src, dest / name, dirs_exist_ok=True)

@@ -35,6 +35,7 @@ from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_
 from harness.client.producer import Delivery, Producer
 from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster, TopicSpec
 from harness.db.versions import KafkaVersion
+from harness.generator.realise import PRODUCE_TIMEOUT_MS, NetworkSteps, needs
 from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
 from harness.readback.logformat import read_partition_dir
@@ -99,7 +100,7 @@ def wait_until(
         raise FenceTimeout(msg) from None
 
 
-class Playbook:
+class Playbook(NetworkSteps):
     """Drives one scenario on one cluster. Use :meth:`setup`, then :meth:`step` per step."""
 
     def __init__(
@@ -128,7 +129,12 @@ class Playbook:
         self.kraft = cluster.mode.name == "kraft"
         self.meta = cluster.metadata()
         self._admin: Any = None
-        self.producer = Producer(cluster.bootstrap(), scenario.acks)
+        self.expiring: set[str] = set()
+        self.producer = Producer(
+            cluster.bootstrap(),
+            scenario.acks,
+            **({"timeout_ms": PRODUCE_TIMEOUT_MS} if needs(scenario).short_lag else {}),
+        )
         self._consumer: Any = None
         self._lai_base: dict[str, tuple[int, int]] = {}
         self._model_step = 0  # the model state whose controller liveness the run follows
@@ -317,12 +323,9 @@ class Playbook:
         result: str = handler(k, ev, name)
         return result
 
-    def do_produce(self, k: int, ev: Event, _name: str) -> str:
+    def do_produce(self, k: int, ev: Event, name: str) -> str:
         if ev.replica >= 0:
-            raise StepPrevented(
-                f"step {k}: 'produce to a chosen broker' needs a producer with "
-                "stale metadata; librdkafka always routes to the leader"
-            )
+            return self.produce_to(k, ev, name)
         self._wake_leader()
         lead_id = self.view().leader
         if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
@@ -534,16 +537,17 @@ class Playbook:
             self._leader_ready(lead)
 
     def do_detect(self, k: int, ev: Event, name: str) -> str:
-        if ev.hold:
-            raise StepPrevented(
-                f"step {k}: holding back LeaderAndIsr needs a network fault "
-                "between the controller and one broker"
-            )
+        note = self.hold_from_controller(self.names[i] for i in sorted(ev.hold)) if ev.hold else ""
         if name not in self.down:
-            raise StepPrevented(f"step {k}: detect {name}: a live broker's session does not expire")
+            running = self.detect_running(k, ev, name)
+            if running is None:
+                raise StepPrevented(
+                    f"step {k}: detect {name}: a live broker's session does not expire"
+                )
+            return "; ".join(n for n in (note, running) if n)
         self.cluster.declare_dead(name)
         self._await_controller(name)
-        return ""
+        return note
 
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
@@ -611,6 +615,7 @@ class Playbook:
         live = self.prediction.steps[self._model_step].state.controller.live
         silent = self.held | self.user_paused | self.down
         keep = {n for i, n in enumerate(self.names) if i in live and n in silent}
+        keep = (keep - self.expiring) | self.sessions_kept_by_cuts(live)
         self.cluster.mode.keep_alive(self.cluster, keep)
 
     def _lai_done(self, name: str) -> int:
@@ -672,7 +677,12 @@ class Playbook:
         return int(found[-1]) if found else -1
 
     def _lai_settled(self, name: str) -> None:
-        """Fence: the broker processed every LeaderAndIsr the controller sent it."""
+        """Fence: the broker processed every LeaderAndIsr the controller sent it.
+
+        Not for a broker cut from the controller: what was sent is held back (realise.py).
+        """
+        if name in self.cut_from_controller():
+            return
         if self.kraft:
             if name in self.down or not self.cluster.is_running(name):
                 return
@@ -726,7 +736,5 @@ class Playbook:
 
 
 UNSUPPORTED = {
-    "isr_shrink": "the leader shrinks the ISR only after replica.lag.time.max.ms of lag",
     "elect": "a forced election of a chosen replica has no admin API before 2.4",
-    "leader_and_isr": "holding back a LeaderAndIsr needs a network fault",
 }

@@ -26,6 +26,7 @@ from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
 from harness.db.versions import KafkaVersion, resolve_version
 from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.generator.realise import configure, needs, network_unavailable
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, to_document
@@ -38,14 +39,28 @@ def make_cluster(
     workdir: Path,
     run_id: str,
     controllers: int = 1,
+    network: bool = False,
 ) -> Cluster:
-    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size."""
+    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size.
+
+    ``network``: the scenario cuts links (see harness.generator.realise.needs): the local
+    backend runs every node in its own network namespace, which needs root; without it
+    this raises BrokerUnavailable with the reason, before anything starts.
+    """
     if controllers != 1 and version.mode != "kraft":
         raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
     if backend == "local":
         from harness.db.local import LocalCluster
 
-        return LocalCluster(version, names, workdir, controllers=controllers)
+        if network:
+            from harness.nemesis.network import network_available
+
+            reason = network_available()
+            if reason is not None:
+                from harness.db import BrokerUnavailable
+
+                raise BrokerUnavailable(f"the scenario needs network partitions: {reason}")
+        return LocalCluster(version, names, workdir, controllers=controllers, network=network)
     if backend == "docker":
         from harness.db.containers import DockerCluster, docker_available
 
@@ -91,9 +106,18 @@ def play(
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
+    want = needs(scenario)
     cluster = make_cluster(
-        version, backend, list(scenario.brokers), workdir, run_id, controllers=controllers
+        version,
+        backend,
+        list(scenario.brokers),
+        workdir,
+        run_id,
+        controllers=controllers,
+        network=want.network,
     )
+    for line in configure(cluster, want):
+        progress(f"network steps: {line}")
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "
@@ -101,6 +125,11 @@ def play(
         )
         cluster.start()
         progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
+        missing = network_unavailable(cluster, want)
+        if missing is not None:
+            from harness.db import BrokerUnavailable
+
+            raise BrokerUnavailable(missing)
         book = Playbook(cluster, scenario, version, prediction, progress=progress)
         try:
             book.setup()

@@ -67,6 +67,9 @@ class NetworkNeeds:
 
     why: tuple[str, ...] = ()  # the steps that need cuts ("" when none)
     short_lag: bool = False
+    # brokers given the short replica.lag.time.max.ms: the leaders (model) at isr_shrink
+    # steps; a shorter lag elsewhere would let paused followers go stale behind the script
+    lag_on: frozenset[str] = frozenset()
     short_session: frozenset[str] = frozenset()  # ZooKeeper mode: brokers cut from ZooKeeper
 
     @property
@@ -74,13 +77,24 @@ class NetworkNeeds:
         return bool(self.why)
 
 
-def needs(scenario: Scenario) -> NetworkNeeds:
-    """Which steps of ``scenario`` need a cut link, and the settings those cuts need."""
+def needs(scenario: Scenario, prediction: RunResult | None = None) -> NetworkNeeds:
+    """Which steps of ``scenario`` need a cut link, and the settings those cuts need.
+
+    ``prediction`` (the model's run) names the leader at each ``isr_shrink``: only that
+    broker's ``replica.lag.time.max.ms`` is shortened (the leader's setting is the one that
+    shrinks); without it every broker's is.
+    """
     why: list[str] = []
     short_lag = False
+    lag_on: set[str] = set()
     session: set[str] = set()
     names = scenario.brokers
     for k, ev in enumerate(scenario.steps, start=1):
+        if ev.kind == "isr_shrink":
+            lead = -1
+            if prediction is not None and k - 1 < len(prediction.steps):
+                lead = prediction.steps[k - 1].state.controller.leader
+            lag_on |= {names[lead]} if 0 <= lead < len(names) else set(names)
         needed = (
             ev.kind in NETWORK_KINDS
             or (ev.kind == "detect" and bool(ev.hold))
@@ -95,7 +109,7 @@ def needs(scenario: Scenario) -> NetworkNeeds:
                     other = b if a == ZOOKEEPER_NODE else a
                     if other >= 0:
                         session.add(names[other])
-    return NetworkNeeds(tuple(why), short_lag, frozenset(session))
+    return NetworkNeeds(tuple(why), short_lag, frozenset(lag_on), frozenset(session))
 
 
 def configure(cluster: Cluster, want: NetworkNeeds) -> list[str]:
@@ -110,12 +124,13 @@ def configure(cluster: Cluster, want: NetworkNeeds) -> list[str]:
     for name, spec in cluster.brokers.items():
         spec.props["replica.socket.timeout.ms"] = str(SOCKET_TIMEOUT_MS)
         spec.props["controller.socket.timeout.ms"] = str(SOCKET_TIMEOUT_MS)
-        if want.short_lag:
+        if name in want.lag_on:
             spec.props["replica.lag.time.max.ms"] = str(SHORT_LAG_MS)
         if zk and name in want.short_session:
             spec.props["zookeeper.session.timeout.ms"] = str(SHORT_SESSION_MS)
     if want.short_lag:
-        said.append(f"replica.lag.time.max.ms={SHORT_LAG_MS} (isr_shrink steps)")
+        who = ",".join(sorted(want.lag_on))
+        said.append(f"replica.lag.time.max.ms={SHORT_LAG_MS} on {who} (leader at isr_shrink)")
     if zk and want.short_session:
         who = ",".join(sorted(want.short_session))
         said.append(f"zookeeper.session.timeout.ms={SHORT_SESSION_MS} for {who} (cut from ZK)")
@@ -484,10 +499,15 @@ class NetworkSteps:
                 self._hold(name)
             self._uncut(new)
         waited = time.perf_counter() - t0
+        cut = (
+            f"iptables cut {self._show(new)}"
+            if new
+            else f"{name}<->{lead} already cut by the scenario"
+        )
         notes = [
-            f"realised: iptables cut {self._show(new)}; replica.lag.time.max.ms="
+            f"realised: {cut}; replica.lag.time.max.ms="
             f"{self.cluster.brokers[lead].props.get('replica.lag.time.max.ms', '?')}; "
-            f"waited {waited:.1f} s for the ISR shrink; healed"
+            f"waited {waited:.1f} s for the ISR shrink{'; healed' if new else ''}"
         ]
         if run_meanwhile:
             notes.append(f"{','.join(run_meanwhile)} ran meanwhile (caught up)")

@@ -106,7 +106,7 @@ def play(
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
-    want = needs(scenario)
+    want = needs(scenario, prediction)
     cluster = make_cluster(
         version,
         backend,

@@ -130,14 +130,24 @@ class Playbook(NetworkSteps):
         self.meta = cluster.metadata()
         self._admin: Any = None
         self.expiring: set[str] = set()
-        self.producer = Producer(
-            cluster.bootstrap(),
-            scenario.acks,
-            **({"timeout_ms": PRODUCE_TIMEOUT_MS} if needs(scenario).short_lag else {}),
-        )
+        self.producer = self._make_producer()
         self._consumer: Any = None
         self._lai_base: dict[str, tuple[int, int]] = {}
         self._model_step = 0  # the model state whose controller liveness the run follows
+
+    def _make_producer(self) -> Producer:
+        """The run's producer; runs with ``isr_shrink`` need it patient (see realise.py).
+
+        An acks=all write may wait out a whole ISR shrink there, so its timeouts are long,
+        and it bootstraps from the initial leader alone: a first request to a broker
+        paused between its fetch steps would hang for the whole (long) socket timeout,
+        long enough for the short lag to drop followers behind the script.
+        """
+        if not needs(self.scenario).short_lag:
+            return Producer(self.cluster.bootstrap(), self.scenario.acks)
+        lead = self.scenario.brokers[self.scenario.leader]
+        host, port = self.cluster.broker_address(lead)
+        return Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
 
     # ------------------------------------------------------------------ observing
 

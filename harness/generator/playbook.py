@@ -435,6 +435,8 @@ class Playbook(NetworkSteps):
             return f"{name} is paused"
         if self.leader() == name:
             return f"{name} leads"
+        if name in self.cut_from_controller():
+            return self.fetch_while_cut(k, name)
         self._wake_leader()
         before = self._truncations(name)
         self._release(name)

@@ -191,6 +191,9 @@ class NetworkSteps:
     def leo(self, name: str) -> int:
         raise NotImplementedError
 
+    def log(self, name: str) -> list[tuple[int, int, str]]:
+        raise NotImplementedError
+
     def _seen(self) -> str:
         raise NotImplementedError
 
@@ -474,7 +477,9 @@ class NetworkSteps:
                 and j not in before.controller.pending
             ):
                 run_meanwhile.append(n)
-        released = name in self.held
+        # A follower the controller cannot reach (held back) still follows its old leader:
+        # running it would fetch from that one, a fetch the script never had; it stays paused.
+        released = name in self.held and name not in self.cut_from_controller()
         try:
             if released:
                 self._release(name)  # alive and heartbeating, only cut from the leader
@@ -522,6 +527,56 @@ class NetworkSteps:
                 f"{','.join(dropped)} dropped out of the ISR too (paused, lagging the leader)"
             )
         return "; ".join(notes)
+
+    # -------------------------------------------------- fetch of a held-back follower
+
+    def _fenced_lines(self, name: str) -> int:
+        """How often ``name``'s fetcher was fenced (KIP-320, AbstractFetcherThread)."""
+        path = self.cluster.broker_log(name)
+        if path is None or not path.exists():
+            return 0
+        return path.read_text(errors="replace").count("than the current leader. Will await")
+
+    def fetch_while_cut(self, k: int, name: str) -> str:
+        """``fetch F`` of a follower cut from the controller: it fetches from the leader it
+        last heard of, with its stale leader epoch (the zombie follower of KIP-320).
+
+        No LeaderAndIsr fence (it is held back); the fence is the model's outcome: F's log as
+        predicted and, where the model has the fetch refused, F's fetcher fenced
+        (FENCED_LEADER_EPOCH, logged by AbstractFetcherThread.onPartitionFenced); where the
+        model has F back in the ISR, the controller's ISR too.
+        """
+        from harness.generator.playbook import wait_until
+
+        after = self.prediction.steps[k]
+        idx = self.names.index(name)
+        want = [r for _e, r in after.state.replicas[idx].log]
+        fenced = any("FENCED_LEADER_EPOCH" in n for n in after.notes)
+        joins = idx in after.state.controller.isr
+        fenced0 = self._fenced_lines(name)
+        bid = self.ids[name]
+
+        def done() -> bool:
+            if [r for _o, _e, r in self.log(name)] != want:
+                return False
+            if fenced:
+                return self._fenced_lines(name) > fenced0
+            if joins:
+                return bid in self.view().isr
+            return True
+
+        t0 = time.perf_counter()
+        self._wake_leader()
+        self._release(name)
+        try:
+            wait_until(done, f"{name}'s fetch as a held-back follower", self.timeout, self._seen)
+        finally:
+            self._hold(name)
+        what = "fenced (FENCED_LEADER_EPOCH)" if fenced else "served"
+        if joins and not fenced:
+            what += ", back in the ISR"
+        took = time.perf_counter() - t0
+        return f"realised: {name} ran {took:.1f} s, still cut from the controller: {what}"
 
     # -------------------------------------------------- produce to a chosen broker
 

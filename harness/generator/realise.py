@@ -206,6 +206,9 @@ class NetworkSteps:
     def _wake_leader(self) -> None:
         raise NotImplementedError
 
+    def _parked_fetches_answered(self) -> None:
+        raise NotImplementedError
+
     def _leader_ready(self, name: str) -> None:
         raise NotImplementedError
 
@@ -591,6 +594,7 @@ class NetworkSteps:
             return f"realised: {name} is down: not sent"
         if name in self.held and self.leader() == name:
             self._wake_leader()
+        self._parked_fetches_answered()
         others = [n for n in self.cluster.brokers if n != name]
         new = self._cut([(CLIENT, n) for n in others] + [(n, CLIENT) for n in others])
         host, port = self.cluster.broker_address(name)

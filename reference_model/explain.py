@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from reference_model.profiles import RULES, with_rule
-from reference_model.run import RunResult
+from reference_model.prevention import prevented
+from reference_model.profiles import PREVENTION_RULES, RULES, with_rule
+from reference_model.run import RunResult, expand
 from reference_model.state import PartitionState
 from reference_model.transitions import apply
 
@@ -61,7 +62,9 @@ def explain(result: RunResult) -> list[list[RuleEffect]]:
     gen = cfg.generation
     out: list[list[RuleEffect]] = []
     variants = {
-        name: cfg._replace(generation=with_rule(gen, name, name not in gen.rules)) for name in RULES
+        name: cfg._replace(generation=with_rule(gen, name, name not in gen.rules))
+        for name in RULES
+        if name not in PREVENTION_RULES  # they change no transition: see prevention_effects
     }
     for prev, step in zip(result.steps, result.steps[1:], strict=False):
         want = observable(step.state)
@@ -79,12 +82,53 @@ def explain(result: RunResult) -> list[list[RuleEffect]]:
     return out
 
 
+def prevention_effects(result: RunResult) -> list[RuleEffect]:
+    """The prevention rules that decided the prevented step (``result.prevented``).
+
+    A rule decided it when switching it off (or, for one the profile lacks, on) changes
+    whether, or by which rule, the step is prevented.
+    """
+    if result.prevented is None:
+        return []
+    cfg, gen = result.config, result.config.generation
+    ev = result.scenario.steps[result.prevented[0] - 1]
+    events = expand(cfg, result.final, ev, result.scenario.records_per_produce)
+
+    def first(c: Any) -> str | None:
+        for e in events:
+            reason = prevented(c, result.final, e)
+            if reason is not None:
+                return reason
+        return None
+
+    want = first(cfg)
+    out = []
+    for name in PREVENTION_RULES:
+        alt = cfg._replace(generation=with_rule(gen, name, name not in gen.rules))
+        if first(alt) != want:
+            r = RULES[name]
+            out.append(RuleEffect(name, name in gen.rules, r.change, ", ".join(r.since), r.mirrors))
+    return out
+
+
 def explain_json(result: RunResult) -> list[dict[str, Any]]:
-    """Per step: index, event and the rule effects (the ``--explain --json`` form)."""
-    return [
+    """Per step: index, event and the rule effects (the ``--explain --json`` form); a
+    prevented step comes last with ``prevented`` (the reason) and the rules behind it."""
+    out: list[dict[str, Any]] = [
         {"step": s.index, "event": s.text, "rules": [e.to_json() for e in effects]}
         for s, effects in zip(result.steps[1:], explain(result), strict=True)
     ]
+    if result.prevented is not None:
+        k, reason = result.prevented
+        out.append(
+            {
+                "step": k,
+                "event": result.scenario.steps[k - 1].describe(result.config.brokers),
+                "prevented": reason,
+                "rules": [e.to_json() for e in prevention_effects(result)],
+            }
+        )
+    return out
 
 
 def format_explain(result: RunResult) -> str:
@@ -93,9 +137,14 @@ def format_explain(result: RunResult) -> str:
         f"rules of {result.config.generation.name} ({result.config.generation.kafka_versions}):"
     ]
     for name in RULES:
-        if name in result.config.generation.rules:
+        if name in result.config.generation.rules and name not in PREVENTION_RULES:
             r = RULES[name]
             lines.append(f"  {name:<28} {r.change} (since {', '.join(r.since)}): {r.mirrors}")
+    lines.append("prevention rules (steps this version makes impossible):")
+    for name in PREVENTION_RULES:
+        if name in result.config.generation.rules:
+            r = RULES[name]
+            lines.append(f"  {name:<34} {r.change} (since {', '.join(r.since)}): {r.mirrors}")
     lines.append("")
     for s, effects in zip(result.steps[1:], explain(result), strict=True):
         if not effects:
@@ -103,4 +152,11 @@ def format_explain(result: RunResult) -> str:
         lines.append(f"{s.index:>4}  {s.text}")
         for e in effects:
             lines.append(f"        {e.describe()}")
+    if result.prevented is not None:
+        k, reason = result.prevented
+        lines.append(f"{k:>4}  {result.scenario.steps[k - 1].describe(result.config.brokers)}")
+        for e in prevention_effects(result):
+            verb = "prevented by" if e.in_profile else "would be allowed with"
+            lines.append(f"        {verb} {e.rule} ({e.change}, since {e.since})")
+        lines.append(f"        {reason}")
     return "\n".join(lines)

@@ -23,7 +23,9 @@ followers that swapped contents may later see different elections. The tests com
 minimal counterexamples with and without each reduction under several protocols and bounds;
 ``--no-symmetry`` gives the plain search when in doubt.
 
-Invariants are judged on settled states only (issue 9, ``explore_invariants``).
+Invariants are judged on settled states only (issue 9, ``explore_invariants``), and a
+transition the explored profile makes impossible (``reference_model.prevention``) is never
+taken.
 
 Pure: no I/O, no clock. ``harness.cli.explore`` times it and writes the scenario files.
 """
@@ -41,6 +43,7 @@ from reference_model.explore_invariants import TRANSITION_INVARIANTS, judged_vio
 from reference_model.explore_por import COMMUTING, independent
 from reference_model.explore_symmetry import Canonicaliser, clear_cache
 from reference_model.generations import Generation
+from reference_model.prevention import PREVENTABLE, prevented
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
 from reference_model.transitions import apply
@@ -257,6 +260,8 @@ def _explore(
             for ev in alphabet(cfg, bounds, st):
                 if por and ev in sleep:
                     continue
+                if ev.kind in PREVENTABLE and prevented(cfg, st, ev) is not None:
+                    continue  # the version makes this step impossible (issue 9)
                 nxt = apply(cfg, st, ev)[0]
                 result.transitions += 1
                 if nxt is st:

@@ -59,6 +59,15 @@ class Generation:
     kraft_unclean_from_config: bool = False  # KAFKA-12670 (KRaft honours the config, 3.9)
     elr: bool = False  # KIP-966 Eligible Leader Replicas
     unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
+    # Prevention rules (``reference_model.prevention``): they change no transition; they say
+    # which steps the broker version makes impossible.
+    session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
+    failover_elects_for_dead_leader: bool = False  # ZK onControllerFailover elects
+    failover_offlines_dead_replicas: bool = False  # KAFKA-3143 (2.3): and shrinks the ISR
+    registration_needs_expired_session: bool = False  # KRaft DuplicateBrokerRegistration
+    caught_up_stays_in_isr: bool = False  # KAFKA-7152 (2.1): LEO = leader's LEO: in sync
+    elect_leaders_unclean: bool = False  # KIP-460 (2.4): ElectLeaders UNCLEAN exists
+    unclean_election_needs_offline: bool = False  # UNCLEAN: ELECTION_NOT_NEEDED with a leader
     mode: str = "zk"  # zk | kraft
     rules: frozenset[str] = frozenset()
 
@@ -79,8 +88,16 @@ def build(name: str, kafka: str, rules: frozenset[str], mode: str) -> Generation
     return Generation(name=name, kafka_versions=kafka, mode=mode, rules=rules, **flags)
 
 
+# Prevention rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
+_ZK_ALWAYS = (
+    "session_expiry_needs_cut",
+    "failover_elects_for_dead_leader",
+    "unclean_election_needs_offline",
+)
+
+
 def _era(name: str, kafka: str, rules: tuple[str, ...], mode: str = "zk") -> Generation:
-    return build(name, kafka, frozenset(rules), mode)
+    return build(name, kafka, frozenset(rules + _ZK_ALWAYS), mode)
 
 
 GENERATIONS: dict[str, Generation] = {
@@ -101,6 +118,7 @@ GENERATIONS: dict[str, Generation] = {
                 "isr_join_epoch_start",
                 "truncate_on_missed_epoch",
                 "out_of_range_truncates",
+                "caught_up_stays_in_isr",
             ),
         ),
     )

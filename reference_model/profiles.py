@@ -44,6 +44,9 @@ class Rule:
     needs_ibp: str = ""  # lowest inter.broker.protocol.version that turns it on (ZK mode)
     feature: str = ""  # "elr": only with eligible.leader.replicas.version=1
     boundary: str = ""  # scenario or test ordering whose outcome differs on its two sides
+    # Prevention rules (``reference_model.prevention``) change no transition: they name the
+    # event kinds a release makes impossible in some states.
+    prevents: tuple[str, ...] = ()
 
 
 RULES: dict[str, Rule] = {
@@ -204,8 +207,93 @@ RULES: dict[str, Rule] = {
             feature="elr",
             boundary="scenarios/kip966-last-replica-standing.yaml",
         ),
+        # ------------------------------------------------------------ prevention rules
+        Rule(
+            "session_expiry_needs_cut",
+            "ZooKeeper session / KRaft broker heartbeat (every release)",
+            ("0.10.0.0",),
+            "kafka.controller.KafkaController.onBrokerFailure (BrokerChange: /brokers/ids/N "
+            "gone); org.apache.kafka.controller.BrokerHeartbeatManager (session timeout) -> "
+            "ReplicationControlManager.handleBrokerFenced",
+            "detect of a running broker that still reaches ZooKeeper (KRaft: the controller) "
+            "is impossible: its session does not expire",
+            boundary="tests/test_prevention.py::test_detect_of_a_running_broker",
+            prevents=("detect",),
+        ),
+        Rule(
+            "failover_elects_for_dead_leader",
+            "ZooKeeper controller failover (every release)",
+            ("0.10.0.0",),
+            "kafka.controller.PartitionStateMachine.startup (initializePartitionState: "
+            "leader not live -> OfflinePartition; triggerOnlinePartitionStateChange)",
+            "a restart the controller did not notice needs a controller failover, and the new "
+            "controller elects a new leader for a dead leader it was not told about",
+            mode="zk",
+            boundary="tests/test_prevention.py::test_unnoticed_restart_next_to_another_dead_broker",
+            prevents=("restart",),
+        ),
+        Rule(
+            "failover_offlines_dead_replicas",
+            "KAFKA-3143",
+            ("2.3.0",),
+            "kafka.controller.ReplicaStateMachine.startup (offlineReplicas -> OfflineReplica: "
+            "removeReplicasFromIsr)",
+            "the new controller of a failover also removes dead followers from the ISR, so an "
+            "unnoticed restart cannot keep another dead follower in it",
+            mode="zk",
+            boundary="tests/test_prevention.py::test_unnoticed_restart_next_to_another_dead_broker",
+            prevents=("restart",),
+        ),
+        Rule(
+            "registration_needs_expired_session",
+            "KIP-631 (KRaft broker registration)",
+            ("3.3.0",),
+            "org.apache.kafka.controller.ClusterControlManager.registerBroker "
+            "(DuplicateBrokerRegistrationException while BrokerHeartbeatManager.hasValidSession)",
+            "a KRaft restart the controller did not notice is impossible: the new incarnation "
+            "is refused until the old session expires and the broker is fenced",
+            mode="kraft",
+            boundary="tests/test_prevention.py::test_kraft_restart_before_the_controller_noticed",
+            prevents=("restart",),
+        ),
+        Rule(
+            "caught_up_stays_in_isr",
+            "KAFKA-7152",
+            ("2.1.0",),
+            "kafka.cluster.Partition.getOutOfSyncReplicas / isFollowerOutOfSync "
+            "(logEndOffset != leaderEndOffset; Replica.isCaughtUp from 2.7)",
+            "a follower whose LEO (as the leader knows it) equals the leader's LEO is never out "
+            "of sync: isr_shrink of it is impossible",
+            boundary="tests/test_prevention.py::test_kafka_7152_boundary",
+            prevents=("isr_shrink",),
+        ),
+        Rule(
+            "elect_leaders_unclean",
+            "KIP-460 (ElectLeaders v1, ElectionType.UNCLEAN)",
+            ("2.4.0",),
+            "kafka.controller.KafkaController.processReplicaLeaderElection (UNCLEAN -> "
+            "OfflinePartitionLeaderElectionStrategy(allowUnclean=true)); KRaft: "
+            "ReplicationControlManager.electLeaders",
+            "an unclean election on demand exists (before: only OfflinePartitionLeaderSelector "
+            "on a broker failure/startup with unclean.leader.election.enable)",
+            boundary="tests/test_prevention.py::test_kip460_boundary",
+            prevents=("elect",),
+        ),
+        Rule(
+            "unclean_election_needs_offline",
+            "KIP-460 ElectLeaders UNCLEAN (ELECTION_NOT_NEEDED)",
+            ("0.10.0.0",),
+            "kafka.controller.KafkaController.processReplicaLeaderElection (UNCLEAN only when "
+            "the leader is NoLeader or not live); ReplicationControlManager.electLeader",
+            "an unclean election of an out-of-sync replica while the partition has a live "
+            "leader is impossible on every release",
+            boundary="tests/test_prevention.py::test_kip460_boundary",
+            prevents=("elect",),
+        ),
     )
 }
+
+PREVENTION_RULES: tuple[str, ...] = tuple(r.name for r in RULES.values() if r.prevents)
 
 # Release lines from 0.10.0 to 4.1 (0.x lines have three parts, later ones two).
 LINES: tuple[Version, ...] = (
@@ -337,7 +425,13 @@ def _describe(v: Version, mode: str, elr: bool, ibp: Version | None) -> str:
 def describe_rules(g: Generation) -> list[dict[str, str]]:
     """The rules of a profile with their references (for ``--explain`` and the README)."""
     return [
-        {"rule": r.name, "change": r.change, "since": ", ".join(r.since), "mirrors": r.mirrors}
+        {
+            "rule": r.name,
+            "change": r.change,
+            "since": ", ".join(r.since),
+            "mirrors": r.mirrors,
+            "kind": "prevention" if r.prevents else "behaviour",
+        }
         for r in RULES.values()
         if r.name in g.rules
     ]

@@ -13,6 +13,7 @@ from typing import Any
 from reference_model import verdict
 from reference_model.events import ALL, FOLLOWERS, LEADER, Event
 from reference_model.generations import Generation, generation
+from reference_model.prevention import prevented
 from reference_model.scenario import Scenario
 from reference_model.state import (
     ACKED,
@@ -41,6 +42,9 @@ class RunResult:
     scenario: Scenario
     config: Config
     steps: tuple[Step, ...]  # steps[0] is the initial state
+    # (1-based step, reason) of the first step the Kafka version makes impossible
+    # (``reference_model.prevention``); the run stopped before it, so ``steps`` ends there.
+    prevented: tuple[int, str] | None = None
 
     @property
     def final(self) -> PartitionState:
@@ -128,6 +132,11 @@ class RunResult:
             "lost_steps": self.lost_steps(),
             "divergent_offsets": self.divergent_offsets,
             "outcomes": verdict.outcomes(self.config, st),
+            "prevented": (
+                {"step": self.prevented[0], "reason": self.prevented[1]}
+                if self.prevented is not None
+                else None
+            ),
             "steps": [
                 {
                     "step": s.index,
@@ -237,7 +246,13 @@ def expand(cfg: Config, st: PartitionState, ev: Event, records: int = 1) -> list
 
 
 def run_scenario(scenario: Scenario, gen: Generation | str) -> RunResult:
-    """Play every step of ``scenario`` under generation ``gen``."""
+    """Play every step of ``scenario`` under generation ``gen``.
+
+    Stops at the first step the version makes impossible (``reference_model.prevention``):
+    that step and the later ones are not applied, ``steps`` ends at the state before it and
+    ``prevented`` says which step and why. A step expanded to several events (``fetch:
+    followers``) is prevented as a whole if any of its events is.
+    """
     cfg = scenario.config(gen if isinstance(gen, Generation) else generation(gen))
     st = initial_state(cfg, scenario.leader)
     steps = [Step(0, "initial state", (), (), st)]
@@ -246,9 +261,14 @@ def run_scenario(scenario: Scenario, gen: Generation | str) -> RunResult:
         notes = []
         if not events:
             notes.append("no leader: alias 'leader' resolves to nobody")
+        nxt = st
         for e in events:
-            st, note = apply(cfg, st, e)
+            reason = prevented(cfg, nxt, e)
+            if reason is not None:
+                return RunResult(scenario, cfg, tuple(steps), (k, reason))
+            nxt, note = apply(cfg, nxt, e)
             notes.append(note)
+        st = nxt
         steps.append(Step(k, ev.describe(cfg.brokers), tuple(events), tuple(notes), st))
     return RunResult(scenario, cfg, tuple(steps))
 
@@ -289,4 +309,8 @@ def format_table(result: RunResult) -> str:
     lines.append(f"divergent offsets: {j['divergent_offsets'] or 'none'}")
     if j["outcomes"]:
         lines.append(f"other outcomes: {', '.join(j['outcomes'])}")
+    if result.prevented is not None:
+        k, reason = result.prevented
+        text = result.scenario.steps[k - 1].describe(names)
+        lines.append(f"prevented at step {k} ({text}): {reason}")
     return "\n".join(lines)

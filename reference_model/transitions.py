@@ -18,7 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from reference_model import epochs as ec
-from reference_model.events import Event
+from reference_model.cuts import (
+    client_cut,
+    controller_cut,
+    session_cut,
+    session_node,
+    severed,
+)
+from reference_model.events import NODE_NAMES, Event
 from reference_model.state import (
     ACKED,
     FAILED,
@@ -178,15 +185,23 @@ def _deliver(cfg: Config, st: PartitionState) -> PartitionState:
         return st
     order = sorted(ctrl.pending, key=lambda j: (j != ctrl.leader, j))
     still: set[int] = set()
+    cut: set[int] = set()
     for j in order:
         rep = st.replicas[j]
         if not rep.alive:
             continue  # a dead broker hears the current state when it restarts
-        if rep.paused or j in ctrl.held:
+        if st.cuts and controller_cut(st.cuts, j):
+            # ControllerChannelManager's send to j fails and is retried (KRaft: j cannot
+            # fetch the metadata log): held back until the cut heals (``_heal``).
+            cut.add(j)
+        if rep.paused or j in ctrl.held or j in cut:
             still.add(j)
             continue
         st = _process_leader_and_isr(cfg, st, j)
-    return st._replace(controller=st.controller._replace(pending=frozenset(still)))
+    out = st.controller._replace(pending=frozenset(still))
+    if cut:
+        out = out._replace(held=out.held | cut)
+    return st._replace(controller=out)
 
 
 def _broadcast(st: PartitionState, ctrl: Controller, hold: frozenset[int]) -> PartitionState:
@@ -226,7 +241,11 @@ def _produce(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     name = cfg.brokers[target]
     if not _reachable(rep):
         return fail(FAILED, f"{name} unreachable (request timed out)")
+    if st.cuts and client_cut(st.cuts, target):
+        return fail(FAILED, f"client cut from {name} (request timed out)")
     if rep.role != "leader":
+        # ReplicaManager.appendRecords: a broker accepts a write only while it believes it
+        # leads; a zombie leader (its LeaderAndIsr held back by a cut) still does.
         return fail(FAILED, f"{name} is not leader (NOT_LEADER_FOR_PARTITION)")
     if cfg.acks == "all" and len(rep.isr) < cfg.min_insync:
         return fail(REFUSED, f"ISR {len(rep.isr)} < min.insync.replicas (NOT_ENOUGH_REPLICAS)")
@@ -250,6 +269,8 @@ def _offsets_for_leader_epoch(cfg: Config, st: PartitionState, f: int) -> Outcom
     lname = cfg.brokers[rep.leader]
     if not _reachable(lead):
         return st, f"leader {lname} unreachable: truncation waits"
+    if st.cuts and severed(st.cuts, f, rep.leader):
+        return st, f"cut from leader {lname}: OffsetsForLeaderEpoch fails, truncation waits"
     if lead.role != "leader":
         return st, f"{lname} is not leader (NOT_LEADER_FOR_PARTITION): truncation waits"
     if gen.fencing and rep.epoch != lead.epoch:
@@ -300,6 +321,9 @@ def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     lname = cfg.brokers[l_idx]
     if not _reachable(lead):
         return st, f"leader {lname} unreachable"
+    if st.cuts and severed(st.cuts, f, l_idx):
+        # AbstractFetcherThread: the Fetch times out and is retried after a back-off.
+        return st, f"cut from leader {lname}: fetch fails"
     note = OK
     if rep.needs_truncation:
         st, note = _offsets_for_leader_epoch(cfg, st, f)
@@ -354,6 +378,8 @@ def _fetch_response(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return st, f"{name} has no fetch outstanding"
     if not _reachable(rep):
         return st, f"{name} is down"
+    if st.cuts and severed(st.cuts, f, resp.leader):
+        return st, f"cut from {cfg.brokers[resp.leader]}: the response waits for the heal"
     st = _set_inflight(st, f, None)
     if rep.role != "follower" or rep.leader != resp.leader:
         return st, f"response from {cfg.brokers[resp.leader]} dropped: no longer its follower"
@@ -466,6 +492,11 @@ def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         needs_truncation=False,
         remote_leo=(0,) * n,
     )
+    if st.cuts and session_cut(cfg, st.cuts, i):
+        # The process runs but cannot register (no ZooKeeper session / no
+        # BrokerRegistration reaches the quorum): it registers when the cut heals.
+        where = NODE_NAMES[session_node(cfg)]
+        return _with(st, i, rep), f"{cfg.brokers[i]} cut from {where}: registration waits"
     if cfg.generation.kraft:
         return _kraft_register(cfg, _with(st, i, rep), i, ev.hold)
     return _register(cfg, _with(st, i, rep), i, ev.hold)
@@ -502,6 +533,8 @@ def _resume(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return st, f"{cfg.brokers[i]} is not paused"
     st = _with(st, i, rep._replace(paused=False))
     if i not in st.controller.live:
+        if st.cuts and session_cut(cfg, st.cuts, i):
+            return _deliver(cfg, st), f"{cfg.brokers[i]} cut: registers again at the heal"
         return _register(cfg, st, i, ev.hold)  # its session expired: it registers again
     return _deliver(cfg, st), OK
 
@@ -549,11 +582,23 @@ def _controller_failure(cfg: Config, st: PartitionState, i: int, hold: frozenset
 
 
 def _detect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """The controller's failure handling of broker ``i`` (its session expired).
+
+    A dead or paused broker's session expires by itself. A running broker's session expires
+    only while it is cut from its session node (ZooKeeper: ``KafkaController.onBrokerFailure``
+    after the ``/brokers/ids`` znode is gone; KRaft: ``BrokerHeartbeatManager`` session
+    timeout -> ``ReplicationControlManager.handleBrokerFenced``); the broker itself does not
+    hear of it and keeps its old role (a zombie leader, if it led).
+    """
     i = ev.replica
     if i not in st.controller.live:
         return st, f"controller already considers {cfg.brokers[i]} dead"
     if _reachable(st.replicas[i]):
-        return st, f"{cfg.brokers[i]} is alive: its session does not expire"
+        if not (st.cuts and session_cut(cfg, st.cuts, i)):
+            return st, f"{cfg.brokers[i]} is alive: its session does not expire"
+        st, note = _controller_failure(cfg, st, i, ev.hold)
+        where = NODE_NAMES[session_node(cfg)]
+        return st, f"{cfg.brokers[i]} cut from {where}: session expired; {note}"
     return _controller_failure(cfg, st, i, ev.hold)
 
 
@@ -582,6 +627,10 @@ def _isr_shrink(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     lead = st.replicas[ctrl.leader]
     if not _reachable(lead) or lead.role != "leader" or lead.epoch != ctrl.epoch:
         return st, "the leader cannot update the ISR"
+    if st.cuts and session_cut(cfg, st.cuts, ctrl.leader):
+        # Partition.maybeShrinkIsr writes the ISR to ZooKeeper (KRaft: AlterPartition to the
+        # controller); cut from it, the update fails and the ISR stays.
+        return st, f"leader {cfg.brokers[ctrl.leader]} cut: it cannot update the ISR"
     if f == ctrl.leader or f not in lead.isr:
         return st, f"{cfg.brokers[f]} is not a follower in the ISR"
     if cfg.generation.kraft:
@@ -825,6 +874,16 @@ def _partition(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 
 
 def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """Restore links, then what they held back happens (see :mod:`reference_model.cuts`).
+
+    - LeaderAndIsr held back from a broker cut from the controller is delivered (as
+      ``leader_and_isr``).
+    - A running broker whose session link is back: if the controller had given it up
+      (``detect`` while cut) or it was restarted while cut, it registers again: ZooKeeper
+      mode ``KafkaZkClient.registerBroker`` on a new session -> ``onBrokerStartup`` (the
+      controller sends it LeaderAndIsr: a zombie leader learns the new leader and truncates);
+      KRaft ``handleBrokerUnfenced`` after its next heartbeat (a restart: ``registerBroker``).
+    """
     if ev.links:
         healed = st.cuts & ev.links
     elif ev.replica >= 0:
@@ -833,7 +892,35 @@ def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         healed = st.cuts
     if not healed:
         return st, "no cut link to heal"
-    return st._replace(cuts=st.cuts - healed), OK
+    before = st.cuts
+    st = st._replace(cuts=st.cuts - healed)
+    ctrl = st.controller
+    released = frozenset(
+        j for j in ctrl.held if controller_cut(before, j) and not controller_cut(st.cuts, j)
+    )
+    if released:
+        st = st._replace(controller=ctrl._replace(held=ctrl.held - released))
+    notes = []
+    for i, rep in enumerate(st.replicas):
+        if not _reachable(rep):
+            continue
+        if not session_cut(cfg, before, i) or session_cut(cfg, st.cuts, i):
+            continue
+        name = cfg.brokers[i]
+        live = i in st.controller.live
+        if cfg.generation.kraft:
+            if rep.role == "none":
+                st, note = _kraft_register(cfg, st, i, frozenset())
+                notes.append(f"{name} registers" + (f": {note}" if note else ""))
+            elif not live:
+                st, note = _kraft_unfence(cfg, st, i, frozenset())
+                notes.append(f"{name} heartbeats again: unfenced" + (f"; {note}" if note else ""))
+        elif rep.role == "none" or not live:
+            st, note = _register(cfg, st, i, frozenset())
+            what = "registers again (new session)" if not live else "registers"
+            notes.append(f"{name} {what}" + (f": {note}" if note else ""))
+    st = _deliver(cfg, st)
+    return _complete_writes(cfg, st), "; ".join(notes)
 
 
 HANDLERS: dict[str, Callable[[Config, PartitionState, Event], Outcome]] = {

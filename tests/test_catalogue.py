@@ -21,8 +21,9 @@ EXPECTED: dict[str, dict[str, tuple[list[str], list[int]]]] = {
         "kip279": (["m3"], [1]),
         "kip320": ([], [1]),
     },
-    "jepsen-2013-isr-shrink": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
-    "acks1-unclean-election": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
+    # From 2.1 (KAFKA-7152) the caught-up follower never leaves the ISR: prevented below.
+    "jepsen-2013-isr-shrink": {g: (["m2"], []) for g in ("hw", "kip101", "kip279")},
+    "acks1-unclean-election": {g: (["m2"], []) for g in ("hw", "kip101", "kip279")},
     "acks-all-min-isr2-one-crash": {g: ([], []) for g in ("hw", "kip101", "kip279", "kip320")},
     "power-loss-all-replicas": {g: (["m2"], []) for g in ("hw", "kip101", "kip279", "kip320")},
     # KIP-966: the last ISR member loses m1 in a power loss; only ELR keeps it.
@@ -46,10 +47,34 @@ EXPECTED: dict[str, dict[str, tuple[list[str], list[int]]]] = {
 }
 
 
+# scenario -> generation -> (step, rule) of the step the version makes impossible
+PREVENTED: dict[str, dict[str, tuple[int, str]]] = {
+    "jepsen-2013-isr-shrink": {
+        g: (4, "caught_up_stays_in_isr") for g in ("kip320", "3.3.1", "3.3.1-kraft", "4.0.0")
+    },
+    "acks1-unclean-election": {
+        g: (4, "caught_up_stays_in_isr") for g in ("kip320", "3.3.1", "3.3.1-kraft", "4.0.0")
+    },
+    "kip101-scenario1-kip-text": {
+        g: (9, "registration_needs_expired_session") for g in ("3.3.1-kraft", "4.0.0")
+    },
+}
+
+
 @pytest.mark.parametrize(("name", "gen"), [(n, g) for n, by in EXPECTED.items() for g in by])
 def test_catalogue_outcome(name: str, gen: str) -> None:
     j = run_scenario(load_scenario(SCENARIO_DIR / f"{name}.yaml"), gen).to_json()
+    assert j["prevented"] is None
     assert (j["lost_acked"], j["divergent_offsets"]) == EXPECTED[name][gen]
+
+
+@pytest.mark.parametrize(("name", "gen"), [(n, g) for n, by in PREVENTED.items() for g in by])
+def test_catalogue_prevention(name: str, gen: str) -> None:
+    """The model predicts the step the version refuses, with the rule that refuses it."""
+    j = run_scenario(load_scenario(SCENARIO_DIR / f"{name}.yaml"), gen).to_json()
+    step, rule = PREVENTED[name][gen]
+    assert j["prevented"]["step"] == step and f"[{rule}:" in j["prevented"]["reason"]
+    assert len(j["steps"]) == step - 1  # the run stops before the prevented step
 
 
 def test_zombie_follower_goes_offline_instead_under_kip320() -> None:

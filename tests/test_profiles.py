@@ -7,6 +7,7 @@ off in the newer profile gives back the older outcome (so the difference is the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ from harness.cli import main as cli_main
 from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
 from reference_model.events import Event
 from reference_model.generations import GENERATIONS, Generation, generation
-from reference_model.profiles import RULES, in_release, parse_version, with_rule
+from reference_model.profiles import PREVENTION_RULES, RULES, in_release, parse_version, with_rule
 from reference_model.run import run_scenario
 from reference_model.scenario import Scenario
+from reference_model.transitions import apply
 
 OUTCOME = (
     "replicas",
@@ -176,11 +178,21 @@ def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
     broker-code fixes that need no new protocol (KAFKA-7128/7164/7414) remain, and they
     change nothing in the pre-KRaft catalogue."""
     g = generation("3.3.1-ibp0.10")
-    assert g.rules == {"isr_join_epoch_start", "truncate_on_missed_epoch", "out_of_range_truncates"}
+    behaviour = g.rules - set(PREVENTION_RULES)
+    assert behaviour == {
+        "isr_join_epoch_start",
+        "truncate_on_missed_epoch",
+        "out_of_range_truncates",
+    }
+    assert "caught_up_stays_in_isr" in g.rules  # KAFKA-7152 is broker code: no IBP needed
     for path in catalogue():
         if path.stem.startswith(("kip966", "kraft")):
             continue
         s = load_scenario(path)
+        stopped = run_scenario(s, g).prevented
+        if stopped is not None:
+            assert "[caught_up_stays_in_isr:" in stopped[1], path.stem
+            continue
         assert outcome(s, g) == outcome(s, "hw"), path.stem
 
 
@@ -333,13 +345,20 @@ def test_kafka_15583_boundary(mode: str) -> None:
 
 
 def test_kraft_restart_without_detect() -> None:
-    """A bounce the controller never noticed: ZooKeeper keeps A as leader; a KRaft
-    re-registration ends A's previous incarnation, so B takes over."""
+    """A bounce the controller never noticed: ZooKeeper keeps A as leader (a failed-over
+    controller cannot know A bounced). KRaft refuses the new registration until A's old
+    session expired and fenced A, so the step is prevented (rule
+    ``registration_needs_expired_session``); the transition itself, applied anyway, ends A's
+    previous incarnation first, so B takes over."""
     s = ordering([E("produce", record="m1"), E("fetch", B), E("fetch", B), E("crash", A)])
     s = ordering([*s.steps, E("restart", A)])
-    zk, kraft = outcome(s, "3.3.1"), outcome(s, "3.3.1-kraft")
+    zk = outcome(s, "3.3.1")
     assert (zk["leader"], zk["leader_epoch"]) == ("A", 0)
-    assert (kraft["leader"], kraft["leader_epoch"], kraft["isr"]) == ("B", 1, ["B"])
+    kraft = run_scenario(s, "3.3.1-kraft")
+    assert kraft.prevented is not None and kraft.prevented[0] == 5
+    assert "registration_needs_expired_session" in kraft.prevented[1]
+    st, _ = apply(kraft.config, kraft.final, E("restart", A))
+    assert (st.controller.leader, st.controller.epoch, st.controller.isr) == (B, 1, {B})
 
 
 def test_kafka_15021_boundary() -> None:
@@ -351,9 +370,18 @@ def test_kafka_15021_boundary() -> None:
     assert outcome(s, "3.6.0")["epochs"]["C"] == [[0, 0], [1, 1]]  # ZooKeeper mode bumps
 
 
+def lagging_b_then_unclean() -> Scenario:
+    """acks1-unclean-election with m2 written before B leaves the ISR: from 2.1 (KAFKA-7152)
+    the catalogue order (shrink while B is caught up, then m2) is prevented."""
+    s = cat("acks1-unclean-election")
+    steps = [E("produce", record="m1"), E("fetch", B), E("fetch", B), E("produce", record="m2")]
+    steps += [E("isr_shrink", B), E("crash", A), E("detect", A)]
+    return dataclasses.replace(s, steps=tuple(steps))
+
+
 def test_kafka_12670_boundary() -> None:
     """Before 3.9 the KRaft controller ignores unclean.leader.election.enable."""
-    s = cat("acks1-unclean-election")
+    s = lagging_b_then_unclean()
     assert s.unclean
     before, after = outcome(s, "3.8.1-kraft"), outcome(s, "3.9.0-kraft")
     assert before["leader"] is None and before["lost_acked"] == []
@@ -456,9 +484,10 @@ def test_kraft_unclean_election_only_through_elect_leaders() -> None:
     assert offline["leader"] is None and offline["isr"] == ["A"]
     forced = outcome(ordering([*steps, elect(B, True)]), "3.3.1-kraft")
     assert (forced["leader"], forced["isr"], forced["lost_acked"]) == ("B", ["B"], ["m2"])
-    # With a leader, ElectLeaders UNCLEAN is ELECTION_NOT_NEEDED.
+    # With a leader, ElectLeaders UNCLEAN is ELECTION_NOT_NEEDED: A cannot be elected.
     again = run_scenario(ordering([*steps, elect(B, True), elect(A, True)]), "3.3.1-kraft")
-    assert "ELECTION_NOT_NEEDED" in again.steps[-1].notes[0]
+    assert again.prevented is not None and again.prevented[0] == 11
+    assert "ELECTION_NOT_NEEDED" in again.prevented[1]
     assert again.to_json()["leader"] == "B"
 
 

@@ -340,6 +340,13 @@ class Playbook(NetworkSteps):
             return self.produce_to(k, ev, name)
         self._wake_leader()
         self._parked_fetches_answered()
+        stale, note = self.client_cut_from_stale()
+        try:
+            return self._produce_to_leader(ev, note)
+        finally:
+            self._uncut(stale)
+
+    def _produce_to_leader(self, ev: Event, note: str) -> str:
         lead_id = self.view().leader
         if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
             wait_until(
@@ -348,7 +355,7 @@ class Playbook(NetworkSteps):
                 self.timeout,
                 self._seen,
             )
-        out = []
+        out = [note] if note else []
         for record in ev.record.split(","):
             d = self.producer.send(record)
             lead = self.leader()

@@ -619,6 +619,25 @@ class NetworkSteps:
             + "; ".join(out)
         )
 
+    def client_cut_from_stale(self) -> tuple[list[tuple[str, str]], str]:
+        """For a plain ``produce``: cut the client from brokers the controller cannot reach.
+
+        The model's producer writes to the leader the controller elected. A broker cut from
+        the controller answers Metadata from its stale view (a zombie leader names itself),
+        and librdkafka may ask it (KRaft bootstraps from every broker), so while such a
+        broker runs the harness's client is cut from it. Returns (cuts made, note).
+        """
+        v = self.view()
+        lead = self.by_id.get(v.leader)
+        stale = sorted(n for n in self.cut_from_controller() - self.down if n != lead)
+        if not stale:
+            return [], ""
+        new = self._cut([(CLIENT, n) for n in stale] + [(n, CLIENT) for n in stale])
+        return new, (
+            f"realised: client cut from {','.join(stale)} (cut from the controller: stale "
+            "metadata) for this produce"
+        )
+
     def _failed(self, record: str, why: str) -> None:
         from harness.client.producer import Delivery
 

@@ -29,15 +29,21 @@ from reference_model.run import run_scenario
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
 
-# (scenario, version): the runs that play on real brokers today (local backend).
+# (scenario, version, backend): runs that play on real brokers and match the model. One
+# per scenario and line, kept short (each is one cluster, 25-80 s).
 PLAYED = [
-    ("acks1-unclean-election", "0.10.2.1"),
-    ("jepsen-2013-isr-shrink", "0.10.2.1"),
-    ("jepsen-2013-isr-shrink", "2.1.1"),
-    ("jepsen-2013-isr-shrink", "3.3.1"),
-    ("jepsen-2013-isr-shrink", "3.3.1-kraft"),
-    ("jepsen-2013-isr-shrink", "4.0.0"),
-    ("kip320-zombie-follower", "0.10.2.1"),
+    ("acks1-unclean-election", "0.10.2.1", "local"),
+    ("jepsen-2013-isr-shrink", "0.10.2.1", "local"),
+    ("jepsen-2013-isr-shrink", "3.3.1", "local"),
+    ("jepsen-2013-isr-shrink", "4.0.0", "local"),
+    ("kip320-zombie-follower", "0.10.2.1", "local"),
+    ("kip320-zombie-follower", "2.1.1", "local"),
+    ("kip320-zombie-follower", "3.3.1-kraft", "local"),
+    ("jepsen-2013-zombie-leader", "0.10.2.1", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1-kraft", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1", "docker"),
+    ("kip320-zombie-follower", "2.1.1", "docker"),
 ]
 
 
@@ -79,21 +85,33 @@ def test_the_runner_decides_the_network_from_the_scenario() -> None:
 
 
 @pytest.mark.broker
-@pytest.mark.parametrize(("scenario", "version"), PLAYED)
+@pytest.mark.parametrize(("scenario", "version", "backend"), PLAYED)
 def test_network_steps_play_and_match_the_model(
-    scenario: str, version: str, tmp_path: Path
+    scenario: str, version: str, backend: str, tmp_path: Path
 ) -> None:
-    reason = network_available()
-    if reason is not None:
-        pytest.skip(reason)
     v = resolve_version(version)
-    try:
-        find_tree(v)
-    except BrokerUnavailable as exc:
-        pytest.skip(str(exc))
+    if backend == "local":
+        reason = network_available()
+        if reason is not None:
+            pytest.skip(reason)
+        try:
+            find_tree(v)
+        except BrokerUnavailable as exc:
+            pytest.skip(str(exc))
+    else:
+        from harness.db.containers import docker_available
+
+        reason = docker_available()
+        if reason is not None:
+            pytest.skip(reason)
     sc = load_scenario(str(SCENARIOS / f"{scenario}.yaml"))
     before = _leftovers()
-    info, prediction, verdict = play(sc, v, "local", tmp_path / "run", "t", lambda _m: None)
+    try:
+        info, prediction, verdict = play(
+            sc, v, backend, tmp_path / "run", f"ns{backend[0]}", lambda _m: None
+        )
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
     prevented = getattr(prediction, "prevented", None)
     if prevented is not None:
         assert info.verdict == "prevented", info.extra.get("failure")

@@ -120,13 +120,15 @@ def registration_needs_expired_session(cfg: Config, st: PartitionState, ev: Even
     ``BrokerHeartbeatManager.hasValidSession`` holds for the old one, and the restarted
     broker retries until that session expires; the expiry fences F first
     (``maybeFenceOneStaleBroker`` -> ``ReplicationControlManager.handleBrokerFenced``: F
-    leaves the ISR, a new leader is elected). From 3.8 a registration after the expiry also
-    runs ``BrokerShutdownHandler.addRecordsForShutdown`` for the previous incarnation, and
-    KIP-966 (4.0, ``unclean_shutdown_detection``) only adds what a missing clean-shutdown
-    marker does at that registration (F leaves the ELR too); neither lets F register before
-    the old session ends. A KRaft controller failover does not open the gap the ZooKeeper
-    one does: the new active controller's ``BrokerHeartbeatManager`` starts every unfenced
-    broker with a fresh session, so F is still refused and then fenced.
+    leaves the ISR, a new leader is elected). From 3.8 (KAFKA-15586, KIP-966's server side)
+    a registration of a new incarnation also runs ``BrokerShutdownHandler.
+    addRecordsForShutdown`` for the previous one, and with the ELR feature (4.0,
+    ``unclean_shutdown_detection``) a missing clean-shutdown marker also takes F out of the
+    ELR; neither lets F register before the old session ends (4.0.0's ``registerBroker``
+    keeps the ``hasValidSession`` refusal). A KRaft controller failover does not open the
+    gap the ZooKeeper one does: the new active controller (``ClusterControlManager.
+    activate``) touches every registered broker, giving it a fresh session, so F is still
+    refused and then fenced.
 
     This is KIP-380's question asked of KRaft. The explorer's kip320 counterexample
     ``produce m1, fetch B, fetch B, power_loss A, restart A`` (the leader comes back with an

@@ -27,6 +27,7 @@ from harness.db import Cluster, ClusterError
 from harness.db.modes import SPARE_CONTROLLER
 from harness.db.versions import KafkaVersion, resolve_version
 from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.generator.realise import configure, needs, network_unavailable
 from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.events import Event
@@ -41,14 +42,28 @@ def make_cluster(
     workdir: Path,
     run_id: str,
     controllers: int = 1,
+    network: bool = False,
 ) -> Cluster:
-    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size."""
+    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size.
+
+    ``network``: the scenario cuts links (see harness.generator.realise.needs): the local
+    backend runs every node in its own network namespace, which needs root; without it
+    this raises BrokerUnavailable with the reason, before anything starts.
+    """
     if controllers != 1 and version.mode != "kraft":
         raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
     if backend == "local":
         from harness.db.local import LocalCluster
 
-        return LocalCluster(version, names, workdir, controllers=controllers)
+        if network:
+            from harness.nemesis.network import network_available
+
+            reason = network_available()
+            if reason is not None:
+                from harness.db import BrokerUnavailable
+
+                raise BrokerUnavailable(f"the scenario needs network partitions: {reason}")
+        return LocalCluster(version, names, workdir, controllers=controllers, network=network)
     if backend == "docker":
         from harness.db.containers import DockerCluster, docker_available
 
@@ -96,10 +111,19 @@ def play(
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
+    want = needs(scenario, prediction)
     cluster = make_cluster(
-        version, backend, list(scenario.brokers), workdir, run_id, controllers=controllers
+        version,
+        backend,
+        list(scenario.brokers),
+        workdir,
+        run_id,
+        controllers=controllers,
+        network=want.network,
     )
     failover.prepare(cluster, prediction)  # a spare controller broker if a step needs one
+    for line in configure(cluster, want):
+        progress(f"network steps: {line}")
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "
@@ -107,6 +131,11 @@ def play(
         )
         cluster.start()
         progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
+        missing = network_unavailable(cluster, want)
+        if missing is not None:
+            from harness.db import BrokerUnavailable
+
+            raise BrokerUnavailable(missing)
         book = Playbook(cluster, scenario, version, prediction, progress=progress)
         try:
             book.setup()

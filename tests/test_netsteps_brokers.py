@@ -1,0 +1,126 @@
+"""Catalogue scenarios whose steps need network cuts, played on real brokers.
+
+``isr_shrink`` (a follower cut from the leader until the leader shrinks it), a held-back
+LeaderAndIsr (the controller cut from one broker), ``produce: {to: X}`` (the client cut
+from every other broker) and ``partition``/``heal``: each run must end with per-replica logs
+that match the model, or in a prevention the model predicted for that version; and leave no
+namespace, veth or iptables rule behind. Root and release trees are needed: without them
+every test skips with the reason. Plus model-only checks of what the runner decides from a
+scenario (no root needed).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.db import BrokerUnavailable
+from harness.db.local import find_tree
+from harness.db.versions import resolve_version
+from harness.generator.realise import SHORT_LAG_MS, needs
+from harness.generator.runner import play
+from harness.generator.scenarios import load_scenario
+from harness.nemesis.network import network_available
+from reference_model.run import run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+
+# (scenario, version, backend): runs that play on real brokers and match the model. One
+# per scenario and line, kept short (each is one cluster, 25-80 s).
+PLAYED = [
+    ("acks1-unclean-election", "0.10.2.1", "local"),
+    ("jepsen-2013-isr-shrink", "0.10.2.1", "local"),
+    ("jepsen-2013-isr-shrink", "3.3.1", "local"),
+    ("jepsen-2013-isr-shrink", "4.0.0", "local"),
+    ("kip320-zombie-follower", "0.10.2.1", "local"),
+    ("kip320-zombie-follower", "2.1.1", "local"),
+    ("kip320-zombie-follower", "3.3.1-kraft", "local"),
+    ("jepsen-2013-zombie-leader", "0.10.2.1", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1-kraft", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1", "docker"),
+    ("kip320-zombie-follower", "2.1.1", "docker"),
+]
+
+
+def _leftovers() -> list[str]:
+    """Every hwchaos network object on the machine (namespaces, links, rules)."""
+    found = []
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [line for line in ns.splitlines() if line.startswith("hwc-")]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found += [line for line in links.splitlines() if ": hwc" in line]
+    return found
+
+
+def _mine(before: list[str]) -> list[str]:
+    return [x for x in _leftovers() if x not in before]
+
+
+# ---------------------------------------------------------------------------- model only
+
+
+def test_the_runner_decides_the_network_from_the_scenario() -> None:
+    """Cuts only for scenarios that need them; the short lag only on the leader the model
+    has at each isr_shrink; a short ZooKeeper session only for brokers cut from ZooKeeper."""
+    plain = load_scenario(str(SCENARIOS / "kip101-scenario1.yaml"))
+    assert not needs(plain).network
+    shrink = load_scenario(str(SCENARIOS / "kip320-zombie-follower.yaml"))
+    want = needs(shrink, run_scenario(shrink, "hw"))
+    assert want.network and want.short_lag
+    assert want.lag_on == {"B"}  # B leads at `isr_shrink: C`; A and C keep the long lag
+    assert any("detect A hold C" in w for w in want.why)
+    zombie = load_scenario(str(SCENARIOS / "jepsen-2013-zombie-leader.yaml"))
+    want = needs(zombie)
+    assert want.short_session == {"A"} and not want.short_lag
+    assert any("produce m2 to A" in w for w in want.why)
+    assert SHORT_LAG_MS < 10_000
+
+
+# ---------------------------------------------------------------------------- brokers
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize(("scenario", "version", "backend"), PLAYED)
+def test_network_steps_play_and_match_the_model(
+    scenario: str, version: str, backend: str, tmp_path: Path
+) -> None:
+    v = resolve_version(version)
+    if backend == "local":
+        reason = network_available()
+        if reason is not None:
+            pytest.skip(reason)
+        try:
+            find_tree(v)
+        except BrokerUnavailable as exc:
+            pytest.skip(str(exc))
+    else:
+        from harness.db.containers import docker_available
+
+        reason = docker_available()
+        if reason is not None:
+            pytest.skip(reason)
+    sc = load_scenario(str(SCENARIOS / f"{scenario}.yaml"))
+    before = _leftovers()
+    try:
+        info, prediction, verdict = play(
+            sc, v, backend, tmp_path / "run", f"ns{backend[0]}", lambda _m: None
+        )
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    prevented = getattr(prediction, "prevented", None)
+    if prevented is not None:
+        assert info.verdict == "prevented", info.extra.get("failure")
+        return
+    assert info.verdict == "match", (info.verdict, info.extra.get("failure"))
+    assert verdict is not None and verdict.model_match
+    steps = json.loads((tmp_path / "run" / "observations.json").read_text())
+    realised = [n for o in steps for n in o["notes"] if n.startswith("realised: ")]
+    assert realised, "no step says how it was realised"
+    if any(e.kind == "isr_shrink" for e in sc.steps):
+        assert any("for the ISR shrink" in n or "already out" in n for n in realised)
+    assert _mine(before) == []

@@ -97,6 +97,25 @@ def test_anything_else_is_a_mismatch_with_its_reason(
     assert run.failure in reason
 
 
+def test_same_logs_other_verdict_is_a_mismatch_that_says_so() -> None:
+    """kip320 on 3.3.1: a single fetch B then the leader's power loss; the model never
+    acknowledges m1 (the HW moves on B's next fetch), the broker did (its fetcher asked
+    again before the harness paused it): same logs, m1 lost only on the broker."""
+    cxs = found("kip320", Bounds(records=2, crashes=0, power_losses=1))
+    sc = cxs["replicas_disagree_below_hw"]
+    assert [e.describe(sc.brokers) for e in sc.steps][:3] == [
+        "produce m1",
+        "fetch B",
+        "power_loss A",
+    ]
+    model = model_verdict(sc, "3.3.1")
+    assert model.lost_acked == [] and model.divergent_offsets == [0]
+    run = RunOutcome("model_mismatch", ["m1"], [0], differences=0)
+    label, reason = classify(model, run, "3.3.1")
+    assert label == MISMATCH and "per-replica logs are as the 3.3.1 profile predicts" in reason
+    assert "observed acknowledged m1 lost and replicas diverge at offsets [0]" in reason
+
+
 def test_a_mismatch_names_both_outcomes(hw_found: dict[str, Scenario]) -> None:
     """Observed logs that keep m1 where the model loses it: both sides in the reason."""
     model = model_verdict(hw_found["acked_lost"], "0.10.2.1")

@@ -160,6 +160,14 @@ def classify(model: ModelVerdict, run: RunOutcome, version: str) -> tuple[str, s
             f"the {model.profile} profile predicts no violation and {version} agrees "
             "(per-replica logs as predicted): fixed in this version"
         )
+    if run.verdict == "model_mismatch" and run.differences == 0:
+        predicted = _what(model.lost_acked, model.divergent_offsets)
+        return MISMATCH, (
+            f"{version}'s per-replica logs are as the {model.profile} profile predicts, but "
+            f"not the verdict: predicted {predicted}, observed "
+            f"{_what(run.lost_acked, run.divergent_offsets)} (a write acknowledged on one side "
+            "only, or another outcome)"
+        )
     if run.verdict == "model_mismatch":
         step = (
             f", first differing step {run.first_differing_step}"

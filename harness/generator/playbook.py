@@ -390,6 +390,11 @@ class Playbook:
                 return True
             if not self.version.epoch_on_disk:
                 return True
+            if mine and mine[-1][1] == theirs[-1][1]:
+                # Divergent within one leader epoch (a leader that came back at the same
+                # epoch without what it had, e.g. after an unnoticed restart): the leader's
+                # end offset for that epoch is the follower's LEO, so no truncation comes.
+                return True
             stable[0] = stable[0] + 1 if truncated else 0
             return stable[0] >= 2
 

@@ -101,6 +101,7 @@ def test_kip_text_plays_with_a_clean_election(
     assert info.model_match, verdict.differences  # every replica's log as the model says
     assert verdict.lost_acked == lost == prediction.to_json()["lost_acked"]
     assert FAILED_OVER.format(f="A") in notes(run)[9]
+    assert "controller 0 frozen, A re-registered" in (run / "report.html").read_text()
     # A came back in the ISR, and B's death elected it from the ISR (unclean is off)
     assert isr_at(run, 9) == ["A", "B"] and isr_at(run, 11) == ["A", "B"]
     assert info.extra["final"]["leader"] == "A" and info.extra["final"]["isr"] == ["A"]

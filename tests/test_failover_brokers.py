@@ -44,6 +44,40 @@ def test_unnoticed_restarts_follow_the_model() -> None:
     assert unnoticed_restarts(run_scenario(scenario1, "hw")) == []
 
 
+def test_a_spare_controller_broker_only_when_the_run_needs_a_failover(tmp_path: Path) -> None:
+    """ZooKeeper mode gets the spare (and bootstraps from both); KRaft and plain runs do not."""
+    from harness.db.local import LocalCluster
+    from harness.nemesis.failover import has_spare, prepare
+
+    require("0.10.2.1")
+    kip_text, scenario1 = (
+        load_scenario(KIP_TEXT),
+        load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml"),
+    )
+    v = resolve_version("0.10.2.1")
+    cluster = LocalCluster(v, ["A", "B"], tmp_path / "zk")
+    try:
+        assert prepare(cluster, run_scenario(kip_text, v.generation))
+        assert cluster.brokers["controller2"].broker_id == 92 and has_spare(cluster)
+        assert len(cluster.bootstrap().split(",")) == 2
+    finally:
+        cluster.close()
+    plain = LocalCluster(v, ["A", "B"], tmp_path / "plain")
+    try:
+        assert not prepare(plain, run_scenario(scenario1, v.generation))
+        assert "controller2" not in plain.brokers and len(plain.bootstrap().split(",")) == 1
+    finally:
+        plain.close()
+    kraft_v = resolve_version("4.0.0")
+    require("4.0.0")
+    kraft = LocalCluster(kraft_v, ["A", "B"], tmp_path / "kraft")
+    try:  # KRaft refuses the restart itself: no failover to arrange
+        assert not prepare(kraft, run_scenario(kip_text, kraft_v.generation))
+        assert "controller2" not in kraft.nodes
+    finally:
+        kraft.close()
+
+
 @pytest.mark.broker
 @pytest.mark.parametrize(
     ("version", "backend", "lost"),
@@ -67,6 +101,7 @@ def test_kip_text_plays_with_a_clean_election(
     assert info.model_match, verdict.differences  # every replica's log as the model says
     assert verdict.lost_acked == lost == prediction.to_json()["lost_acked"]
     assert FAILED_OVER.format(f="A") in notes(run)[9]
+    assert "controller 0 frozen, A re-registered" in (run / "report.html").read_text()
     # A came back in the ISR, and B's death elected it from the ISR (unclean is off)
     assert isr_at(run, 9) == ["A", "B"] and isr_at(run, 11) == ["A", "B"]
     assert info.extra["final"]["leader"] == "A" and info.extra["final"]["isr"] == ["A"]

@@ -95,9 +95,8 @@ def write_report(
     )
     parts.append(
         "<h2>Steps</h2><table><tr><th>#</th><th>step</th><th>model note</th>"
-        "<th>harness note (how the step was realised)</th>"
-        "<th>leader/epoch</th><th>observed LEO per replica</th><th>predicted LEO"
-        "</th><th>s</th></tr>"
+        "<th>realised on the brokers</th><th>leader/epoch</th>"
+        "<th>observed LEO per replica</th><th>predicted LEO</th><th>s</th></tr>"
     )
     by_step = {o.step: o for o in observations}
     for s in prediction.steps[1:]:
@@ -109,7 +108,7 @@ def write_report(
         parts.append(
             f"<tr{style}><td>{s.index}</td><td>{html.escape(s.text)}</td>"
             f"<td>{html.escape('; '.join(n for n in s.notes if n))}</td>"
-            f"<td>{html.escape('; '.join(o.notes) if o else '')}</td>"
+            f"<td>{html.escape(_realised(o))}</td>"
             f"<td>{html.escape(o.leader if o else '')}/{o.leader_epoch if o else ''}</td>"
             f"<td>{html.escape(str(oleo))}</td><td>{html.escape(str(pleo))}</td>"
             f"<td>{o.seconds if o else ''}</td></tr>"
@@ -137,3 +136,10 @@ def write_report(
     if verdict is not None and verdict.epoch_mismatches:
         parts.append(f"<h2>Leader epochs that differ</h2><p>{verdict.epoch_mismatches}</p>")
     path.write_text("\n".join(parts))
+
+
+def _realised(o: Any) -> str:
+    """How the harness made the abstract step happen (notes prefixed ``realised: ``)."""
+    if o is None:
+        return ""
+    return "; ".join(n.removeprefix("realised: ") for n in o.notes if n.startswith("realised: "))

@@ -47,18 +47,23 @@ PLAYED = [
 ]
 
 
-def _leftovers() -> list[str]:
-    """Every hwchaos network object on the machine (namespaces, links, rules)."""
+def _leftovers(run_dir: Path) -> list[str]:
+    """What the run's own network (its ``network.json``) left on the machine: namespaces,
+    links, iptables rules. Other runs on the machine are not ours to judge."""
+    record = run_dir / "cluster" / "network.json"
+    if not record.exists():
+        return []
+    namespaces = json.loads(record.read_text())["namespaces"].values()
+    run = next(iter(namespaces)).split("-")[1] if namespaces else "?"
     found = []
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    found += [line for line in ns.splitlines() if line.startswith("hwc-")]
+    found += [line for line in ns.splitlines() if line.split()[0] in namespaces]
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    found += [line for line in links.splitlines() if ": hwc" in line]
+    found += [line for line in links.splitlines() if f": hwc{run}" in line]
+    for tool in ("iptables", "iptables-legacy"):
+        rules = subprocess.run([tool, "-S"], capture_output=True, text=True).stdout
+        found += [line for line in rules.splitlines() if f"hwchaos:{run}" in line]
     return found
-
-
-def _mine(before: list[str]) -> list[str]:
-    return [x for x in _leftovers() if x not in before]
 
 
 # ---------------------------------------------------------------------------- model only
@@ -105,7 +110,6 @@ def test_network_steps_play_and_match_the_model(
         if reason is not None:
             pytest.skip(reason)
     sc = load_scenario(str(SCENARIOS / f"{scenario}.yaml"))
-    before = _leftovers()
     try:
         info, prediction, verdict = play(
             sc, v, backend, tmp_path / "run", f"ns{backend[0]}", lambda _m: None
@@ -123,4 +127,4 @@ def test_network_steps_play_and_match_the_model(
     assert realised, "no step says how it was realised"
     if any(e.kind == "isr_shrink" for e in sc.steps):
         assert any("for the ISR shrink" in n or "already out" in n for n in realised)
-    assert _mine(before) == []
+    assert _leftovers(tmp_path / "run") == []

@@ -506,6 +506,7 @@ class NetworkSteps:
             if released:
                 self._hold(name)
             self._uncut(new)
+        self.await_acks(k)
         waited = time.perf_counter() - t0
         cut = (
             f"iptables cut {self._show(new)}"
@@ -530,6 +531,28 @@ class NetworkSteps:
                 f"{','.join(dropped)} dropped out of the ISR too (paused, lagging the leader)"
             )
         return "; ".join(notes)
+
+    def await_acks(self, k: int) -> None:
+        """Fence: writes the model acknowledges by step ``k`` have their delivery report.
+
+        An ISR shrink completes pending acks=all writes (the HW passes them); the report
+        must be in before a later step (a crash of the leader) can turn it into a
+        transport error the model never had.
+        """
+        from harness.generator.playbook import wait_until
+
+        acked = {w.record for w in self.prediction.steps[k].state.writes if w.status == "acked"}
+        waiting = [
+            d for r, d in self.producer.deliveries.items() if r in acked and d.status == "pending"
+        ]
+        if not waiting:
+            return
+
+        def reported() -> bool:
+            self.producer.poll(0.05)
+            return all(d.status != "pending" for d in waiting)
+
+        wait_until(reported, "the leader's answer to writes the shrink completes", self.timeout)
 
     # -------------------------------------------------- fetch of a held-back follower
 

@@ -128,3 +128,53 @@ def test_network_steps_play_and_match_the_model(
     if any(e.kind == "isr_shrink" for e in sc.steps):
         assert any("for the ISR shrink" in n or "already out" in n for n in realised)
     assert _leftovers(tmp_path / "run") == []
+
+
+@pytest.mark.broker
+def test_ctrl_c_during_a_partition_leaves_nothing(tmp_path: Path) -> None:
+    """``hwchaos run`` interrupted (SIGINT) while a partition is in place: the JVMs, the
+    namespaces, veths, bridge and iptables rules of the run are all gone when it exits."""
+    import os
+    import signal
+    import sys
+
+    reason = network_available()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        find_tree(resolve_version("3.3.1"))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    out = tmp_path / "out"
+    log = (tmp_path / "run.log").open("w")
+    # SIGINT back to its default before exec: a background job inherits it ignored
+    launcher = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    hwchaos = str(Path(sys.executable).parent / "hwchaos")
+    scenario = str(SCENARIOS / "jepsen-2013-zombie-leader.yaml")
+    cmd = [sys.executable, "-c", launcher, hwchaos, "run", scenario, "--kafka", "3.3.1"]
+    proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=log, stderr=log)
+    try:
+        from harness.generator.playbook import wait_until
+
+        def partitioned() -> bool:
+            text = (tmp_path / "run.log").read_text()
+            assert proc.poll() is None, text
+            return "step  4/9 partition" in text
+
+        wait_until(partitioned, "the run to cut A from B, the controller and ZooKeeper", 180)
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=120) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    run_dir = next(out.iterdir())
+    assert "interrupted" in (tmp_path / "run.log").read_text()
+    assert (run_dir / "cluster" / "network.json").exists()
+    assert _leftovers(run_dir) == []
+    java = subprocess.run(["pgrep", "-af", "java"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in java

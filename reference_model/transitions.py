@@ -110,7 +110,12 @@ def _complete_writes(cfg: Config, st: PartitionState) -> PartitionState:
     """Answer acks=all produce requests whose offset the leader's HW has passed.
 
     Like ``Partition.checkEnoughReplicasReachOffset``: acknowledged only if the ISR still
-    has min.insync.replicas members, else NotEnoughReplicasAfterAppend.
+    has min.insync.replicas members, else NotEnoughReplicasAfterAppend. The check needs the
+    broker to be leader still, not the same leader epoch: a LeaderAndIsr that keeps it
+    leader with a bumped epoch (the ZooKeeper controller dropping a dead follower, a KRaft
+    ISR shrink before 3.6) raises the HW in ``Partition.makeLeader`` and completes the
+    delayed produce (``tryCompleteDelayedRequests``). A leader that stepped down or died in
+    between already failed its pending writes (``_fail_pending``).
     """
     if not any(w.status == PENDING for w in st.writes):
         return st
@@ -120,7 +125,7 @@ def _complete_writes(cfg: Config, st: PartitionState) -> PartitionState:
         if w.status != PENDING:
             continue
         rep = st.replicas[w.leader]
-        if rep.role == "leader" and rep.epoch == w.epoch and rep.hw > w.offset:
+        if rep.role == "leader" and rep.hw > w.offset:
             ok = len(rep.isr) >= cfg.min_insync
             writes[k] = w._replace(status=ACKED if ok else FAILED)
             changed = True
@@ -646,6 +651,8 @@ def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     ctrl = st.controller
     if i not in ctrl.held:
         return st, f"no LeaderAndIsr held back from {cfg.brokers[i]}"
+    if st.cuts and controller_cut(st.cuts, i):
+        return st, f"{cfg.brokers[i]} is still cut from the controller: LeaderAndIsr waits"
     st = st._replace(controller=ctrl._replace(held=ctrl.held - {i}))
     return _deliver(cfg, st), OK
 

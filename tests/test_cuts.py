@@ -88,6 +88,7 @@ def test_leader_and_isr_held_back_from_a_broker_cut_from_the_controller(version:
   - partition: {from: C, to: controller}
   - crash: A
   - detect: A                 # B elected; C does not hear of it
+  - leader_and_isr: C         # still cut: nothing arrives
   - heal: C                   # the held LeaderAndIsr reaches C
 """
     )
@@ -96,7 +97,8 @@ def test_leader_and_isr_held_back_from_a_broker_cut_from_the_controller(version:
     assert cut.controller.leader == 1
     assert 2 in cut.controller.held
     assert (cut.replicas[2].leader, cut.replicas[2].epoch) == (0, 0)  # C: still A, epoch 0
-    healed = r.steps[9].state
+    assert r.steps[9].state == cut and "still cut" in notes(r, 9)
+    healed = r.steps[10].state
     assert 2 not in healed.controller.held
     assert (healed.replicas[2].leader, healed.replicas[2].epoch) == (1, cut.controller.epoch)
 

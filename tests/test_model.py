@@ -117,6 +117,23 @@ def test_acks_all_acknowledged_only_when_hw_passes() -> None:
     assert st.writes[-1].status == "acked"
 
 
+@pytest.mark.parametrize("version", ["0.10.2.1", "3.3.1", "3.3.1-kraft", "4.0.0"])
+def test_pending_write_completes_when_the_leader_keeps_leading_in_a_new_epoch(
+    version: str,
+) -> None:
+    """The controller drops a dead follower from the ISR (a new leader epoch in ZooKeeper
+    mode and KRaft before 3.6): the leader stays leader, its HW passes m1 and the delayed
+    produce completes (Partition.makeLeader -> tryCompleteDelayedRequests)."""
+    cfg = Config(("A", "B"), generation(version), acks="all", min_insync=1)
+    st = initial_state(cfg, 0)
+    st, _ = apply(cfg, st, Event("produce", record="m1"))
+    st, _ = apply(cfg, st, Event("crash", 1))
+    assert st.writes[-1].status == "pending"
+    st, _ = apply(cfg, st, Event("detect", 1))
+    assert st.controller.isr == {0} and st.replicas[0].hw == 1
+    assert st.writes[-1].status == "acked"
+
+
 def test_unclean_election_loses_acked_write() -> None:
     cfg = Config(("A", "B"), generation("kip320"), acks="1", min_insync=1, unclean=True)
     st = initial_state(cfg, 0)

@@ -178,3 +178,43 @@ def test_ctrl_c_during_a_partition_leaves_nothing(tmp_path: Path) -> None:
     assert _leftovers(run_dir) == []
     java = subprocess.run(["pgrep", "-af", "java"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in java
+
+
+@pytest.mark.broker
+def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Path) -> None:
+    """acks1-unclean-election on 3.3.1: the model predicts `isr_shrink B` (B caught up)
+    prevented by KAFKA-7152; with B cut from A for two lag times, A really keeps B."""
+    from harness.generator.playbook import Playbook
+    from harness.generator.realise import configure
+    from harness.generator.runner import make_cluster
+
+    reason = network_available()
+    if reason is not None:
+        pytest.skip(reason)
+    v = resolve_version("3.3.1")
+    try:
+        find_tree(v)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    sc = load_scenario(str(SCENARIOS / "acks1-unclean-election.yaml"))
+    prediction = run_scenario(sc, v.generation)
+    prevented = getattr(prediction, "prevented", None)
+    assert prevented is not None and prevented[0] == 4, prevented
+    want = needs(sc, prediction)
+    cluster = make_cluster(v, "local", list(sc.brokers), tmp_path, "t", network=want.network)
+    configure(cluster, want)
+    try:
+        cluster.start()
+        book = Playbook(cluster, sc, v, prediction)
+        try:
+            book.setup()
+            for k, ev in enumerate(sc.steps[:3], start=1):
+                book.step(k, ev)
+            note = book.check_prevented(4, sc.steps[3], prevented[1])
+            assert note.startswith("refused as predicted: A kept B in the ISR"), note
+            assert book.ids["B"] in book.view().isr
+            assert cluster.network is not None and cluster.network.cuts() == []
+        finally:
+            book.close()
+    finally:
+        cluster.close()

@@ -39,9 +39,11 @@ PLAYED = [
     ("kip320-zombie-follower", "0.10.2.1", "local"),
     ("kip320-zombie-follower", "2.1.1", "local"),
     ("kip320-zombie-follower", "3.3.1-kraft", "local"),
+    ("kip320-zombie-follower", "4.0.0", "local"),
     ("jepsen-2013-zombie-leader", "0.10.2.1", "local"),
     ("jepsen-2013-zombie-leader", "3.3.1", "local"),
     ("jepsen-2013-zombie-leader", "3.3.1-kraft", "local"),
+    ("jepsen-2013-zombie-leader", "4.0.0", "local"),
     ("jepsen-2013-zombie-leader", "3.3.1", "docker"),
     ("kip320-zombie-follower", "2.1.1", "docker"),
 ]

@@ -506,6 +506,7 @@ class NetworkSteps:
             if released:
                 self._hold(name)
             self._uncut(new)
+        self.await_acks(k)
         waited = time.perf_counter() - t0
         cut = (
             f"iptables cut {self._show(new)}"
@@ -530,6 +531,74 @@ class NetworkSteps:
                 f"{','.join(dropped)} dropped out of the ISR too (paused, lagging the leader)"
             )
         return "; ".join(notes)
+
+    def await_acks(self, k: int) -> None:
+        """Fence: writes the model acknowledges by step ``k`` have their delivery report.
+
+        An ISR shrink completes pending acks=all writes (the HW passes them); the report
+        must be in before a later step (a crash of the leader) can turn it into a
+        transport error the model never had.
+        """
+        from harness.generator.playbook import wait_until
+
+        acked = {w.record for w in self.prediction.steps[k].state.writes if w.status == "acked"}
+        waiting = [
+            d for r, d in self.producer.deliveries.items() if r in acked and d.status == "pending"
+        ]
+        if not waiting:
+            return
+
+        def reported() -> bool:
+            self.producer.poll(0.05)
+            return all(d.status != "pending" for d in waiting)
+
+        wait_until(reported, "the leader's answer to writes the shrink completes", self.timeout)
+
+    def check_prevented(self, k: int, ev: Event, reason: str) -> str:
+        """The broker's side of a prevention the model predicts for step ``k``.
+
+        ``isr_shrink F`` (KAFKA-7152: a caught-up follower is never out of sync): F is cut
+        from the leader for one and a half lag times plus the ISR-expiry period, the
+        window in which an older broker would shrink it, and the controller's ISR is read
+        throughout. Other kinds are not checked here. Called by the runner instead of
+        playing the step.
+        """
+        from harness.generator.playbook import FenceTimeout, wait_until
+
+        if ev.kind != "isr_shrink" or ev.replica < 0:
+            return f"not played: step {k} predicted prevented; the broker's refusal not checked"
+        name = self.names[ev.replica]
+        lead = self.leader()
+        bid = self.ids[name]
+        if lead is None or lead in self.down or bid not in self.view().isr:
+            return f"not checked: {name} is not a follower in the controller's ISR here"
+        lag = int(self.cluster.brokers[lead].props.get("replica.lag.time.max.ms", 0))
+        if not lag or lag > 60_000:
+            return f"not checked: {lead} runs without the short replica.lag.time.max.ms"
+        self._wake_leader()
+        new = self._cut([(name, lead), (lead, name)])
+        released = name in self.held and name not in self.cut_from_controller()
+        window = 2 * lag / 1000 + 3
+        t0 = time.perf_counter()
+        try:
+            if released:
+                self._release(name)
+            wait_until(lambda: bid not in self.view().isr, f"{name} to leave the ISR", window)
+        except FenceTimeout:
+            return (
+                f"refused as predicted: {lead} kept {name} in the ISR for "
+                f"{time.perf_counter() - t0:.1f} s with {self._show(new)} cut "
+                f"(replica.lag.time.max.ms={lag})"
+            )
+        finally:
+            if released:
+                self._hold(name)
+            self._uncut(new)
+        return (
+            f"NOT refused: {lead} shrank {name} out of the ISR after "
+            f"{time.perf_counter() - t0:.1f} s with {self._show(new)} cut, although the model "
+            f"predicts the step prevented ({reason})"
+        )
 
     # -------------------------------------------------- fetch of a held-back follower
 

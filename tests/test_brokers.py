@@ -115,18 +115,6 @@ def test_kip101_orderings_on_real_brokers(
     assert jvms_under(tmp_path) == []
 
 
-def test_the_kip_text_ordering_is_reported_as_prevented(tmp_path: Path) -> None:
-    """A bounce the controller does not notice cannot be arranged on ZooKeeper brokers."""
-    require("0.10.2.1")
-    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1-kip-text.yaml")
-    info, _p, verdict = play(
-        sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
-    )
-    assert verdict is None and info.verdict == "step_prevented"
-    assert "restart A before the controller noticed" in info.extra["failure"]
-    assert jvms_under(tmp_path) == []
-
-
 def hwchaos_containers() -> list[str]:
     import docker
 

@@ -18,7 +18,9 @@ import pandas as pd
 
 @dataclass
 class Verdict:
-    verdict: str  # match | model_mismatch | step_prevented | error
+    # match | prevented (stopped where the model predicts the version refuses the step, logs
+    # matching up to it: a pass) | model_mismatch | step_prevented | error
+    verdict: str
     model_match: bool
     lost_acked: list[str]
     predicted_lost_acked: list[str]
@@ -31,6 +33,11 @@ class Verdict:
     first_differing_step: int | None = None
     outcomes: list[str] = field(default_factory=list)
     reason: str = ""
+    # The model's prediction that this version makes step ``prevented_step`` impossible
+    # (reason names the Kafka change), and what the harness saw of it.
+    prevented_step: int | None = None
+    prevented_reason: str = ""
+    harness_note: str = ""
 
     @property
     def checkpoint_mismatches(self) -> list[str]:
@@ -48,6 +55,11 @@ class Verdict:
                 what.append(f"divergent offsets {self.divergent_offsets}")
             told = "; ".join(what) or "no loss, no divergence"
             return f"model match: {told}, as predicted"
+        if self.verdict == "prevented":
+            return (
+                f"prevented as predicted at step {self.prevented_step}: {self.prevented_reason}"
+                f" (harness: {self.harness_note})"
+            )
         if self.verdict == "model_mismatch":
             step = (
                 f" (first differing step {self.first_differing_step})"

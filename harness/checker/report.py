@@ -67,6 +67,7 @@ def write_report(
         cls, text = "warn", f"{info.verdict}: {info.extra.get('failure', '')}"
     else:
         cls, text = ("ok" if verdict.model_match else "bad"), verdict.summary()
+    prevented = info.prevented
     parts = [
         "<!doctype html><meta charset='utf-8'>",
         f"<title>hwchaos {html.escape(scenario.name)} on Kafka {version.name}</title>",
@@ -94,8 +95,8 @@ def write_report(
     )
     parts.append(
         "<h2>Steps</h2><table><tr><th>#</th><th>step</th><th>model note</th>"
-        "<th>leader/epoch</th><th>observed LEO per replica</th><th>predicted LEO"
-        "</th><th>s</th></tr>"
+        "<th>realised on the brokers</th><th>leader/epoch</th>"
+        "<th>observed LEO per replica</th><th>predicted LEO</th><th>s</th></tr>"
     )
     by_step = {o.step: o for o in observations}
     for s in prediction.steps[1:]:
@@ -107,11 +108,38 @@ def write_report(
         parts.append(
             f"<tr{style}><td>{s.index}</td><td>{html.escape(s.text)}</td>"
             f"<td>{html.escape('; '.join(n for n in s.notes if n))}</td>"
+            f"<td>{html.escape(_realised(o))}</td>"
             f"<td>{html.escape(o.leader if o else '')}/{o.leader_epoch if o else ''}</td>"
             f"<td>{html.escape(str(oleo))}</td><td>{html.escape(str(pleo))}</td>"
             f"<td>{o.seconds if o else ''}</td></tr>"
         )
+    if prevented is not None:
+        # The step the model says this version refuses: not played, so no observation.
+        parts.append(
+            f"<tr class='warn'><td>{prevented.get('step')}</td>"
+            f"<td>{html.escape(str(prevented.get('event', '')))}</td>"
+            f"<td>prevented: {html.escape(str(prevented.get('reason', '')))}</td>"
+            f"<td>{html.escape(str(prevented.get('harness_note', '')))}</td>"
+            "<td colspan='4' class='muted'>not played</td></tr>"
+        )
     parts.append("</table>")
+    if prevented is not None:
+        reached = "stopped there" if prevented.get("reached") else "did not get there"
+        parts.append(
+            "<h2>Prevented</h2>"
+            f"<p>The model predicts step {prevented.get('step')} "
+            f"(<code>{html.escape(str(prevented.get('event', '')))}</code>) impossible on Kafka "
+            f"{html.escape(version.name)}: {html.escape(str(prevented.get('reason', '')))}</p>"
+            f"<p>Harness (the run {reached}): "
+            f"{html.escape(str(prevented.get('harness_note', '')))}</p>"
+        )
     if verdict is not None and verdict.epoch_mismatches:
         parts.append(f"<h2>Leader epochs that differ</h2><p>{verdict.epoch_mismatches}</p>")
     path.write_text("\n".join(parts))
+
+
+def _realised(o: Any) -> str:
+    """How the harness made the abstract step happen (notes prefixed ``realised: ``)."""
+    if o is None:
+        return ""
+    return "; ".join(n.removeprefix("realised: ") for n in o.notes if n.startswith("realised: "))

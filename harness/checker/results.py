@@ -99,11 +99,18 @@ class RunInfo:
     unclean: bool
     rf: int
     records: int
-    verdict: str = "match"  # match | lost_acked | divergence | model_mismatch | error | ...
+    # match | prevented | lost_acked | divergence | model_mismatch | step_prevented | error ...
+    # ``prevented`` (the model predicted the version refuses a step, the run stopped there and
+    # matched the model up to it) is a pass like ``match``; ``step_prevented`` (the harness
+    # could not play a step the model did not predict prevented) is a failure.
+    verdict: str = "match"
     model_match: bool = True
     lost_acked: list[str] = field(default_factory=list)
     divergent_offsets: list[int] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)  # offline, broker_halted, step_prevented
+    # The model's predicted prevention, when it predicts one: {"step", "event", "reason"
+    # (Kafka change and broker method), "reached" (the run got there), "harness_note"}.
+    prevented: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:

@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-counterexamples", type=int, default=5)
     p.add_argument("--max-states", type=int, default=0, help="stop after N states (0 = none)")
     p.add_argument("--json", action="store_true")
+    from harness.cli.explore import add_confirm_arguments  # --confirm --kafka --backend
+
+    add_confirm_arguments(p)
     p.set_defaults(func=cmd_explore)
 
     for name, (_, help_) in PASSTHROUGH.items():

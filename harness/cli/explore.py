@@ -1,4 +1,8 @@
-"""``hwchaos explore``: time the pure explorer, write counterexamples as scenario files."""
+"""``hwchaos explore``: time the pure explorer, write counterexamples as scenario files.
+
+With ``--confirm --kafka VERSION`` every counterexample is then played on real brokers of
+that version and classified (``harness.generator.confirm``).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +16,57 @@ from typing import Any
 
 import yaml
 
+from harness.db.versions import KafkaVersion, resolve_version
+from harness.generator import confirm
 from reference_model.explorer import Bounds, Reductions, counterexample_scenario, explore
 from reference_model.generations import generation
 from reference_model.scenario import to_document
+
+
+def add_confirm_arguments(p: argparse.ArgumentParser) -> None:
+    """``--confirm`` and its options on the ``explore`` parser."""
+    g = p.add_argument_group("confirm on real brokers")
+    g.add_argument(
+        "--confirm",
+        action="store_true",
+        help="play every counterexample on real brokers of --kafka and classify it "
+        "(confirmed, prevented, not_violated, mismatch); exit 1 on any mismatch",
+    )
+    g.add_argument("--kafka", help="catalogue version to confirm on (e.g. 0.10.2.1, 3.3.1)")
+    g.add_argument("--backend", choices=["local", "docker"], default="local")
+    g.add_argument(
+        "--runs",
+        default="runs",
+        help="parent folder of the confirm runs (default runs/): one folder per "
+        "exploration, one run folder per counterexample in it",
+    )
+
+
+def _confirm_target(args: argparse.Namespace) -> KafkaVersion | str | None:
+    """The version to confirm on, None without --confirm, or a one-line error."""
+    if not args.confirm:
+        return "--kafka needs --confirm" if args.kafka else None
+    if not args.kafka:
+        return "--confirm needs --kafka VERSION"
+    try:
+        version = resolve_version(args.kafka)
+    except ValueError as exc:
+        return str(exc)
+    reason = confirm.unavailable(version, args.backend)
+    if reason is not None:
+        return f"cannot confirm on Kafka {version.name} ({args.backend}): {reason}"
+    return version
 
 
 def main(args: argparse.Namespace) -> int:
     gen = generation(args.protocol)
     if not 2 <= args.replicas <= 5:
         print("hwchaos explore: --replicas must be 2..5", file=sys.stderr)
+        return 2
+    # Checked before the search, which can take minutes: no brokers, no point exploring.
+    target = _confirm_target(args)
+    if isinstance(target, str):
+        print(f"hwchaos explore: {target}", file=sys.stderr)
         return 2
     bounds = Bounds(
         replicas=args.replicas,
@@ -69,6 +115,7 @@ def main(args: argparse.Namespace) -> int:
     cpu = time.process_time() - c0
     out_dir = Path(args.out)
     files: list[dict[str, Any]] = []
+    found: list[confirm.Counterexample] = []
     for cx in res.counterexamples:
         name = f"found-{gen.name}-{cx.invariant.replace('_', '-')}"
         sc = counterexample_scenario(
@@ -78,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
         path = out_dir / f"{name}.yaml"
         header = f"# {sc.description}\n# Replay: hwchaos model {path} --protocol {gen.name}\n"
         path.write_text(header + yaml.safe_dump(to_document(sc), sort_keys=False))
+        found.append(confirm.Counterexample(cx.invariant, sc, str(path)))
         files.append(
             {
                 "invariant": cx.invariant,
@@ -101,6 +149,8 @@ def main(args: argparse.Namespace) -> int:
         "states_per_cpu_second": round(res.states / cpu) if cpu > 0 else res.states,
         "counterexamples": files,
     }
+    if target is not None:
+        return _confirm(args, target, found, files, summary)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -116,3 +166,70 @@ def main(args: argparse.Namespace) -> int:
         if not files:
             print("no invariant violated")
     return 1 if files else 0
+
+
+def _confirm(
+    args: argparse.Namespace,
+    version: KafkaVersion,
+    found: list[confirm.Counterexample],
+    files: list[dict[str, Any]],
+    summary: dict[str, Any],
+) -> int:
+    """Play the counterexamples on ``version``; exit 1 if any is a mismatch."""
+    # Absolute: brokers and ZooKeeper run with their own dir as cwd.
+    runs = Path(args.runs).resolve() / (
+        f"explore-confirm__{summary['protocol']}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
+    )
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    if args.backend == "local":
+        from harness.db.local import kill_leftovers
+
+        # A confirm that was itself killed leaves its JVMs; their pids are in pids.json.
+        stale = sum(kill_leftovers(p.parent) for p in runs.parent.glob("*/*/cluster/pids.json"))
+        if stale:
+            say(f"hwchaos explore: killed {stale} JVMs left by an earlier run")
+    say(
+        f"confirming {len(found)} counterexample(s) of {summary['protocol']} on Kafka "
+        f"{version.name} ({version.generation}, {args.backend}) -> {runs}"
+    )
+    t0 = time.perf_counter()
+    results = confirm.confirm(found, version, args.backend, runs, say)
+    elapsed = time.perf_counter() - t0
+    for entry, r in zip(files, results, strict=True):
+        entry.update(
+            {
+                "classification": r.classification,
+                "reason": r.reason,
+                "run_folder": r.run_folder,
+                "model_verdict": r.model_verdict,
+                "observed": r.observed,
+                "seconds": r.seconds,
+                "same_run_as": r.same_run_as,
+            }
+        )
+    n = confirm.counts(results)
+    summary["confirm"] = {
+        "kafka": version.name,
+        "profile": version.generation,
+        "backend": args.backend,
+        "runs": str(runs),
+        "seconds": round(elapsed, 2),
+        "runs_played": sum(1 for r in results if r.same_run_as is None),
+        "counts": n,
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"explored {summary['protocol']}: {summary['states']} states in "
+            f"{summary['seconds']:.1f}s; {len(results)} counterexample(s) played on Kafka "
+            f"{version.name} in {elapsed:.0f}s"
+        )
+        if results:
+            print(confirm.summary_table(results))
+        else:
+            print("no counterexample to confirm")
+    return 1 if n[confirm.MISMATCH] else 0

@@ -63,7 +63,10 @@ def model_run(
     """Play ``scenario`` through the model and describe it as a results run."""
     res = run_scenario(scenario, protocol)
     j = res.to_json()
-    if j["lost_acked"]:
+    prevented = getattr(res, "prevented", None)
+    if prevented is not None:  # the profile makes a step impossible: a pass, like ok
+        verdict = "prevented"
+    elif j["lost_acked"]:
         verdict = "lost_acked"
     elif j["divergent_offsets"]:
         verdict = "divergence"
@@ -87,6 +90,15 @@ def model_run(
         lost_acked=j["lost_acked"],
         divergent_offsets=j["divergent_offsets"],
         outcomes=j["outcomes"],
+        prevented=None
+        if prevented is None
+        else {
+            "step": prevented[0],
+            "event": scenario.steps[prevented[0] - 1].describe(scenario.brokers),
+            "reason": prevented[1],
+            "reached": True,
+            "harness_note": "",
+        },
     )
     return info, res
 

@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             "lost_acked": info.lost_acked,
             "divergent_offsets": info.divergent_offsets,
             "outcomes": info.outcomes,
+            "prevented": info.prevented,
             "failure": info.extra.get("failure", ""),
             "run_folder": str(folder),
         }

@@ -37,6 +37,9 @@ ZOOKEEPER = "zookeeper"
 NOT_CONTROLLER = 41  # Errors.NOT_CONTROLLER
 # Node ids of KRaft controllers: apart from scenario brokers (1..5).
 CONTROLLER_IDS = (0, 90, 91)
+# ZooKeeper mode: a second controller-eligible broker (no replicas) for controller failover.
+SPARE_CONTROLLER = "controller2"
+SPARE_CONTROLLER_ID = 92
 
 
 def await_state(
@@ -137,9 +140,33 @@ class ZooKeeperMode(Mode):
 
     ``detect`` deletes the dead broker's ephemeral registration, which is what the expiry of
     its ZooKeeper session does; the session timeout (60 s) is longer than any run's pauses.
+
+    A run that fails the controller over (:mod:`harness.nemesis.failover`) also gets a
+    *spare*: a second broker that hosts no replica (``controller2``, id 92), started after
+    the controller broker won its election, so controllership can move to a broker no
+    scenario fault touches. Clients then bootstrap from both.
     """
 
     name = "zookeeper"
+    spare: str | None = None
+
+    def add_spare(self, cluster: Cluster, port: int) -> str:
+        """Add the spare controller-eligible broker to ``cluster`` (before it starts)."""
+        if self.spare is None:
+            spec = BrokerSpec(
+                SPARE_CONTROLLER,
+                SPARE_CONTROLLER_ID,
+                port,
+                cluster.workdir / SPARE_CONTROLLER / "data",
+            )
+            cluster.nodes[SPARE_CONTROLLER] = spec
+            cluster.brokers[SPARE_CONTROLLER] = spec
+            self.spare = SPARE_CONTROLLER
+        return SPARE_CONTROLLER
+
+    def controller_brokers(self) -> list[str]:
+        """The brokers that may be controller: never a scenario broker."""
+        return [CONTROLLER] + ([self.spare] if self.spare else [])
 
     def make_nodes(
         self, broker_names: list[str], workdir: Path, free_port: Callable[[], int]
@@ -215,9 +242,13 @@ class ZooKeeperMode(Mode):
         return "kafka.Kafka", props
 
     def bootstrap(self, cluster: Cluster) -> str:
-        """Clients bootstrap from the controller broker, which no fault touches."""
-        host, port = cluster.broker_address(CONTROLLER)
-        return f"{host}:{port}"
+        """Clients bootstrap from the controller broker(s), which no scenario fault touches.
+
+        With a spare both are listed: a failover kills one of them for a while.
+        """
+        return ",".join(
+            "{}:{}".format(*cluster.broker_address(n)) for n in self.controller_brokers()
+        )
 
     def create_topic(self, cluster: Cluster, spec: TopicSpec) -> None:
         """Write the assignment and config znodes (milliseconds, every ZK-mode version)."""

@@ -9,7 +9,10 @@ How a scripted ordering is made to happen on brokers that replicate continuously
   reports (as its high watermark) what the ISR now holds, then pauses F again.
 - ``restart F`` holds the leader (pauses it) while F starts, so F processes its
   LeaderAndIsr (truncating to its HW before 0.11; before 0.11 nothing else can happen) but
-  cannot fetch until a later step; then F is paused and the leader resumed.
+  cannot fetch until a later step; then F is paused and the leader resumed. A restart the
+  model's controller did not notice (no ``detect F`` before it) happens while the
+  controller broker is frozen, and controllership then fails over to a spare broker that
+  never knew F was gone (ZooKeeper mode; harness.nemesis.failover).
 - ``detect F`` deletes the dead broker's registration, which is what the expiry of its
   ZooKeeper session does, and waits until the controller's decision is in ZooKeeper.
 - ``checkpoint``/``stale_checkpoint``/``flush`` decide what the files say after a crash or
@@ -35,8 +38,10 @@ from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_
 from harness.client.producer import Delivery, Producer
 from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster, TopicSpec
 from harness.db.versions import KafkaVersion
+from harness.generator.realise import PRODUCE_TIMEOUT_MS, NetworkSteps, needs
 from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
+from harness.nemesis.failover import ControllerFailover, has_spare
 from harness.readback.logformat import read_partition_dir
 from reference_model.events import Event
 from reference_model.run import RunResult, expand
@@ -99,7 +104,7 @@ def wait_until(
         raise FenceTimeout(msg) from None
 
 
-class Playbook:
+class Playbook(NetworkSteps):
     """Drives one scenario on one cluster. Use :meth:`setup`, then :meth:`step` per step."""
 
     def __init__(
@@ -128,10 +133,29 @@ class Playbook:
         self.kraft = cluster.mode.name == "kraft"
         self.meta = cluster.metadata()
         self._admin: Any = None
-        self.producer = Producer(cluster.bootstrap(), scenario.acks)
+        self.expiring: set[str] = set()
+        self.producer = self._make_producer()
         self._consumer: Any = None
         self._lai_base: dict[str, tuple[int, int]] = {}
         self._model_step = 0  # the model state whose controller liveness the run follows
+        self.failover = (
+            ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
+        )
+        self._paused_at = 0.0  # when the harness last paused a broker
+
+    def _make_producer(self) -> Producer:
+        """The run's producer; runs with ``isr_shrink`` need it patient (see realise.py).
+
+        An acks=all write may wait out a whole ISR shrink there, so its timeouts are long,
+        and it bootstraps from the initial leader alone: a first request to a broker
+        paused between its fetch steps would hang for the whole (long) socket timeout,
+        long enough for the short lag to drop followers behind the script.
+        """
+        if not needs(self.scenario).short_lag:
+            return Producer(self.cluster.bootstrap(), self.scenario.acks)
+        lead = self.scenario.brokers[self.scenario.leader]
+        host, port = self.cluster.broker_address(lead)
+        return Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
 
     # ------------------------------------------------------------------ observing
 
@@ -244,6 +268,7 @@ class Playbook:
             self.held.add(name)
             self._sync_sessions()
             nemesis.pause(self.cluster, name)
+            self._paused_at = time.monotonic()
 
     def _release(self, name: str) -> None:
         if name in self.held:
@@ -317,13 +342,18 @@ class Playbook:
         result: str = handler(k, ev, name)
         return result
 
-    def do_produce(self, k: int, ev: Event, _name: str) -> str:
+    def do_produce(self, k: int, ev: Event, name: str) -> str:
         if ev.replica >= 0:
-            raise StepPrevented(
-                f"step {k}: 'produce to a chosen broker' needs a producer with "
-                "stale metadata; librdkafka always routes to the leader"
-            )
+            return self.produce_to(k, ev, name)
         self._wake_leader()
+        self._parked_fetches_answered()
+        stale, note = self.client_cut_from_stale()
+        try:
+            return self._produce_to_leader(ev, note)
+        finally:
+            self._uncut(stale)
+
+    def _produce_to_leader(self, ev: Event, note: str) -> str:
         lead_id = self.view().leader
         if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
             wait_until(
@@ -332,7 +362,7 @@ class Playbook:
                 self.timeout,
                 self._seen,
             )
-        out = []
+        out = [note] if note else []
         for record in ev.record.split(","):
             d = self.producer.send(record)
             lead = self.leader()
@@ -346,6 +376,22 @@ class Playbook:
             wait_until(done, f"{record} to be acknowledged or appended", self.timeout, self._seen)
             out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
         return "; ".join(out)
+
+    def _parked_fetches_answered(self) -> None:
+        """Wait out ``replica.fetch.wait.max.ms`` since the last follower was paused.
+
+        A follower paused just after sending its next Fetch leaves that request parked in the
+        leader's fetch purgatory; a record produced before it expires completes it, and the
+        paused follower applies the answer whenever it next runs (seen on 0.10.2.1 and
+        3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched). The answer is not
+        observable from outside, but its deadline is the broker's own timer, so the fence is
+        that timer (twice, for scheduling slack).
+        """
+        wait_ms = int(
+            self.cluster.brokers[self.names[0]].props.get("replica.fetch.wait.max.ms", 100)
+        )
+        deadline = self._paused_at + 2 * wait_ms / 1000
+        wait_until(lambda: time.monotonic() >= deadline, "parked fetches to expire", 5.0)
 
     def _truncations(self, name: str) -> int:
         """How many truncation decisions ("Truncating ...") the broker has logged."""
@@ -382,6 +428,11 @@ class Playbook:
             if [r for _, _, r in mine] == [r for _, _, r in theirs]:
                 return True
             if not self.version.epoch_on_disk:
+                return True
+            if mine and mine[-1][1] == theirs[-1][1]:
+                # Divergent within one leader epoch (a leader that came back at the same
+                # epoch without what it had, e.g. after an unnoticed restart): the leader's
+                # end offset for that epoch is the follower's LEO, so no truncation comes.
                 return True
             stable[0] = stable[0] + 1 if truncated else 0
             return stable[0] >= 2
@@ -422,6 +473,8 @@ class Playbook:
             return f"{name} is paused"
         if self.leader() == name:
             return f"{name} leads"
+        if name in self.cut_from_controller():
+            return self.fetch_while_cut(k, name)
         self._wake_leader()
         before = self._truncations(name)
         self._release(name)
@@ -534,27 +587,29 @@ class Playbook:
             self._leader_ready(lead)
 
     def do_detect(self, k: int, ev: Event, name: str) -> str:
-        if ev.hold:
-            raise StepPrevented(
-                f"step {k}: holding back LeaderAndIsr needs a network fault "
-                "between the controller and one broker"
-            )
+        note = self.hold_from_controller(self.names[i] for i in sorted(ev.hold)) if ev.hold else ""
         if name not in self.down:
-            raise StepPrevented(f"step {k}: detect {name}: a live broker's session does not expire")
+            running = self.detect_running(k, ev, name)
+            if running is None:
+                raise StepPrevented(
+                    f"step {k}: detect {name}: a live broker's session does not expire"
+                )
+            return "; ".join(n for n in (note, running) if n)
         self.cluster.declare_dead(name)
         self._await_controller(name)
-        return ""
+        return note
 
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
-        if ev.replica in before.controller.live:
+        unnoticed = ev.replica in before.controller.live
+        if unnoticed and (self.kraft or self.failover is None):
             why = (
                 "a KRaft controller refuses the new registration while the old heartbeat "
                 "session lives (DuplicateBrokerRegistrationException) and registers it with "
                 "a new broker epoch afterwards"
                 if self.kraft
-                else "a ZooKeeper-mode controller sees every bounce (the old session must "
-                f"expire before {name} can register again)"
+                else "the cluster was started without a spare controller broker to fail "
+                "over to (harness.nemesis.failover.prepare)"
             )
             raise StepPrevented(
                 f"step {k}: restart {name} before the controller noticed its failure: {why}; "
@@ -565,6 +620,11 @@ class Playbook:
         lead = self.leader()
         if lead is not None and lead not in self.down:
             self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
+        frozen = ""
+        if unnoticed and self.failover is not None:
+            # The bounce no controller sees: see harness.nemesis.failover.
+            frozen = self.failover.freeze()
+            self.cluster.declare_dead(name)  # F crashed; its session has not expired
         if not self.kraft:
             self._mark_start(name)
         self.cluster.start_broker(name)
@@ -575,6 +635,19 @@ class Playbook:
             self.timeout,
             self._seen,
         )
+        note = ""
+        if frozen and self.failover is not None:
+            running = [
+                n
+                for n in self.names
+                if n not in self.down | self.held | self.user_paused and self.cluster.is_running(n)
+            ]
+            new = self.failover.fail_over(pause=running)
+            ids = self.cluster.brokers
+            note = (
+                f"realised: controller {ids[frozen].broker_id} frozen, {name} re-registered, "
+                f"controller failed over to {ids[new].broker_id}"
+            )
         if not self.kraft:
             sent0 = self._lai_base[name][0]
             wait_until(
@@ -591,7 +664,9 @@ class Playbook:
             self._leader_ready(name)
         else:
             self._hold(name)  # the leader stays held until a step needs it
-        return ""
+        if frozen and self.failover is not None:
+            self.failover.restore_standby(frozen)
+        return note
 
     def _applied_or_none(self, name: str) -> bool:
         try:
@@ -611,6 +686,7 @@ class Playbook:
         live = self.prediction.steps[self._model_step].state.controller.live
         silent = self.held | self.user_paused | self.down
         keep = {n for i, n in enumerate(self.names) if i in live and n in silent}
+        keep = (keep - self.expiring) | self.sessions_kept_by_cuts(live)
         self.cluster.mode.keep_alive(self.cluster, keep)
 
     def _lai_done(self, name: str) -> int:
@@ -622,13 +698,21 @@ class Playbook:
         return len(pattern.findall(text))
 
     def _lai_sent(self, name: str) -> int:
-        path = self.cluster.state_change_log(CONTROLLER)
-        if path is None or not path.exists():
-            return 0
-        text = path.read_text(errors="replace")
-        pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
-        bid = str(self.ids[name])
-        return sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
+        """LeaderAndIsr requests sent to ``name`` by every controller of the run so far."""
+        total = 0
+        for controller in self._controller_brokers():
+            path = self.cluster.state_change_log(controller)
+            if path is None or not path.exists():
+                continue
+            text = path.read_text(errors="replace")
+            pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
+            bid = str(self.ids[name])
+            total += sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
+        return total
+
+    def _controller_brokers(self) -> list[str]:
+        """The controller broker, and the spare a failover may hand controllership to."""
+        return self.failover.eligible() if self.failover is not None else [CONTROLLER]
 
     def _mark_start(self, name: str) -> None:
         """Counters from which LeaderAndIsr requests to a (re)started broker are tracked."""
@@ -672,7 +756,12 @@ class Playbook:
         return int(found[-1]) if found else -1
 
     def _lai_settled(self, name: str) -> None:
-        """Fence: the broker processed every LeaderAndIsr the controller sent it."""
+        """Fence: the broker processed every LeaderAndIsr the controller sent it.
+
+        Not for a broker cut from the controller: what was sent is held back (realise.py).
+        """
+        if name in self.cut_from_controller():
+            return
         if self.kraft:
             if name in self.down or not self.cluster.is_running(name):
                 return
@@ -714,7 +803,7 @@ class Playbook:
 
     def close(self) -> None:
         for n in list(self.held) + list(self.user_paused):
-            if n != CONTROLLER:
+            if n not in self._controller_brokers():
                 nemesis.resume(self.cluster, n)
         self.held.clear()
         if self._consumer is not None:
@@ -726,7 +815,5 @@ class Playbook:
 
 
 UNSUPPORTED = {
-    "isr_shrink": "the leader shrinks the ISR only after replica.lag.time.max.ms of lag",
     "elect": "a forced election of a chosen replica has no admin API before 2.4",
-    "leader_and_isr": "holding back a LeaderAndIsr needs a network fault",
 }

@@ -24,9 +24,13 @@ from harness.checker import results
 from harness.checker.diff import Verdict, check
 from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
+from harness.db.modes import SPARE_CONTROLLER
 from harness.db.versions import KafkaVersion, resolve_version
 from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.generator.realise import configure, needs, network_unavailable
+from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
+from reference_model.events import Event
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, to_document
 
@@ -38,14 +42,28 @@ def make_cluster(
     workdir: Path,
     run_id: str,
     controllers: int = 1,
+    network: bool = False,
 ) -> Cluster:
-    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size."""
+    """A cluster of ``version`` on ``backend``; ``controllers`` is the KRaft quorum size.
+
+    ``network``: the scenario cuts links (see harness.generator.realise.needs): the local
+    backend runs every node in its own network namespace, which needs root; without it
+    this raises BrokerUnavailable with the reason, before anything starts.
+    """
     if controllers != 1 and version.mode != "kraft":
         raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
     if backend == "local":
         from harness.db.local import LocalCluster
 
-        return LocalCluster(version, names, workdir, controllers=controllers)
+        if network:
+            from harness.nemesis.network import network_available
+
+            reason = network_available()
+            if reason is not None:
+                from harness.db import BrokerUnavailable
+
+                raise BrokerUnavailable(f"the scenario needs network partitions: {reason}")
+        return LocalCluster(version, names, workdir, controllers=controllers, network=network)
     if backend == "docker":
         from harness.db.containers import DockerCluster, docker_available
 
@@ -83,6 +101,8 @@ def play(
     (folder / "scenario.yaml").write_text(yaml.safe_dump(to_document(scenario), sort_keys=False))
     prediction = run_scenario(scenario, version.generation)
     (folder / "model.json").write_text(json.dumps(prediction.to_json(), indent=2))
+    stop_at = predicted_prevention(prediction)  # the step this version refuses, if any
+    harness_note = ""
     workdir = folder / "cluster"
     observations: list[Observation] = []
     epoch_files: dict[str, list[tuple[int, int]]] = {}
@@ -91,9 +111,19 @@ def play(
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
+    want = needs(scenario, prediction)
     cluster = make_cluster(
-        version, backend, list(scenario.brokers), workdir, run_id, controllers=controllers
+        version,
+        backend,
+        list(scenario.brokers),
+        workdir,
+        run_id,
+        controllers=controllers,
+        network=want.network,
     )
+    failover.prepare(cluster, prediction)  # a spare controller broker if a step needs one
+    for line in configure(cluster, want):
+        progress(f"network steps: {line}")
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "
@@ -101,10 +131,22 @@ def play(
         )
         cluster.start()
         progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
+        missing = network_unavailable(cluster, want)
+        if missing is not None:
+            from harness.db import BrokerUnavailable
+
+            raise BrokerUnavailable(missing)
         book = Playbook(cluster, scenario, version, prediction, progress=progress)
         try:
             book.setup()
             for k, ev in enumerate(scenario.steps, start=1):
+                if stop_at is not None and k >= stop_at[0]:
+                    # The model says this version makes step k impossible: it is not played
+                    # (even where the harness could force it), the run ends before it.
+                    status = "prevented"
+                    harness_note = _harness_note(book, k, ev, stop_at[1])
+                    progress(f"step {k:>2}/{len(scenario.steps)} prevented: {stop_at[1]}")
+                    break
                 observations.append(book.step(k, ev))
             finish = book.finish()
         except StepPrevented as exc:
@@ -129,7 +171,9 @@ def play(
     verdict: Verdict | None = None
     deliveries = finish.get("deliveries", {})
     lost: list[str] = []
-    if status == "ok":
+    if status in ("ok", "prevented"):
+        # A prevented run is judged like a finished one, on the state before the prevented
+        # step: the model's trace ends there too, so the logs must agree up to it.
         final_leader = finish.get("leader") or (finish.get("isr") or [None])[0]
         lead_log = {o: r for o, _e, r in logs.get(final_leader or "", [])}
         for rec, d in deliveries.items():
@@ -167,6 +211,11 @@ def play(
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
+        if stop_at is not None:
+            verdict.prevented_step, verdict.prevented_reason = stop_at
+            verdict.harness_note = harness_note
+            if verdict.model_match:
+                verdict.verdict = "prevented"
         diff.to_parquet(folder / "diff.parquet")
     info = results.RunInfo(
         run_id=run_id,
@@ -184,6 +233,7 @@ def play(
         lost_acked=verdict.lost_acked if verdict else [],
         divergent_offsets=verdict.divergent_offsets if verdict else [],
         outcomes=verdict.outcomes if verdict else [],
+        prevented=_prevented_doc(scenario, stop_at, status == "prevented", harness_note),
         extra={
             "seconds": round(elapsed, 2),
             "failure": failure,
@@ -228,6 +278,57 @@ def play(
     return info, prediction, verdict
 
 
+def predicted_prevention(prediction: RunResult) -> tuple[int, str] | None:
+    """The step the model says this version makes impossible, and why (None: none).
+
+    ``RunResult.prevented`` (issue 9): 1-based step index and a one-line reason naming the
+    Kafka change and broker method. Read with ``getattr`` so the harness runs against a model
+    that predates the field.
+    """
+    value = getattr(prediction, "prevented", None)
+    if value is None:
+        return None
+    step, reason = value
+    return int(step), str(reason)
+
+
+def _harness_note(book: Playbook, k: int, ev: Event, reason: str) -> str:
+    """What the harness saw of a prevention the model predicted, for the run folder.
+
+    A playbook that can cheaply check that the broker really refuses the step (for example:
+    cut the follower off and see the ISR does not shrink within the lag time) offers
+    ``check_prevented(k, event, reason) -> str``; otherwise the harness only stopped there.
+    """
+    check = getattr(book, "check_prevented", None)
+    if check is None:
+        return (
+            f"not played: the model predicts step {k} prevented on {book.version.name}; "
+            "the harness stopped before it (the broker's refusal not checked)"
+        )
+    try:
+        return str(check(k, ev, reason))
+    except (FenceTimeout, StepPrevented) as exc:
+        return f"the broker check of the prevention did not conclude: {exc}"
+
+
+def _prevented_doc(
+    scenario: Scenario, stop_at: tuple[int, str] | None, reached: bool, harness_note: str
+) -> dict[str, Any] | None:
+    """``prevented`` of run.json/verdict.json: the model's prediction and what the run did."""
+    if stop_at is None:
+        return None
+    k, reason = stop_at
+    return {
+        "step": k,
+        "event": scenario.steps[k - 1].describe(scenario.brokers)
+        if 1 <= k <= len(scenario.steps)
+        else "",
+        "reason": reason,
+        "reached": reached,
+        "harness_note": harness_note,
+    }
+
+
 def _epoch_checkpoint(cluster: Cluster, name: str) -> list[tuple[int, int]]:
     """Broker ``name``'s leader-epoch-checkpoint for the test partition ([] if absent)."""
     path = cluster.partition_dir(name) / "leader-epoch-checkpoint"
@@ -238,7 +339,7 @@ def _epoch_checkpoint(cluster: Cluster, name: str) -> list[tuple[int, int]]:
 
 
 def _copy_broker_logs(workdir: Path, dest: Path, names: list[str]) -> None:
-    for name in ["zookeeper", "controller", *names]:
+    for name in ["zookeeper", "controller", SPARE_CONTROLLER, *names]:
         src = workdir / name / "logs"
         if src.is_dir():
             shutil.copytree(src, dest / name, dirs_exist_ok=True)
@@ -256,4 +357,4 @@ def run_on_brokers(
         run_id,
         progress=lambda m: print(f"  {m}", file=sys.stderr),
     )
-    return info.verdict in ("match", "model_mismatch", "step_prevented")
+    return info.verdict in ("match", "prevented", "model_mismatch", "step_prevented")

@@ -1,10 +1,11 @@
 """What the controller has decided, read from ZooKeeper (the source of truth in ZK mode).
 
 Fences wait on this: who leads, at which leader epoch, the ISR, which brokers are
-registered, which broker is the controller. Also the one write the harness makes to
+registered, which broker is the controller. Also the writes the harness makes to
 ZooKeeper: deleting a *dead* broker's registration so the controller notices the failure
-now instead of after the session timeout (``detect`` steps) - exactly what session expiry
-would do, minus the wait.
+now instead of after the session timeout (``detect`` steps), and a dead controller's
+``/controller`` node (controller failover) - exactly what session expiry would do, minus
+the wait.
 """
 
 from __future__ import annotations
@@ -90,4 +91,15 @@ class ZkView:
         if not self._zk.exists(path):
             return False
         self._zk.delete(path)
+        return True
+
+    def resign_controller(self, broker_id: int) -> bool:
+        """Delete ``/controller`` if it names ``broker_id`` (a dead controller's session).
+
+        What the expiry of the dead controller's session would do, minus the wait: every
+        live broker's watch fires and the first to create the node is the new controller.
+        """
+        if self.controller() != broker_id:
+            return False
+        self._zk.delete("/controller")
         return True

@@ -1,0 +1,342 @@
+"""``hwchaos explore --confirm``: play the explorer's counterexamples on real brokers.
+
+The explorer searches one model profile (``--protocol``) and reports the shortest ordering
+that breaks each invariant. That is a claim about Kafka; this module puts it to the test on
+the brokers of one catalogue version (``--kafka``), run by run, and classifies each:
+
+``confirmed``
+    the version's own model profile predicts the violation (an acknowledged write lost, or
+    replicas that diverge) and the broker's per-replica logs match that prediction;
+``prevented``
+    the version's profile predicts that it makes a step of the ordering impossible (the
+    reason names the Kafka change) and the run stopped there, matching the model up to it;
+``not_violated``
+    the version's profile predicts no violation (a fix the explored profile lacks) and the
+    broker agrees;
+``mismatch``
+    anything else: logs that differ from the model, a fence timeout, a step the harness
+    could not realise that the model does not predict prevented, an error.
+
+The version's profile, not the explored one, is the prediction: exploring ``hw`` and
+confirming on 3.3.1 asks whether 3.3.1 still loses the write (it does not: ``not_violated``)
+as well as whether the model of 3.3.1 is right about it.
+
+Identical orderings (one ordering can break several invariants at once) are played once; the
+other counterexamples point at that run (``same_run_as``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.db.versions import KafkaVersion
+from reference_model.explore_invariants import judged_violations
+from reference_model.run import RunResult, run_scenario
+from reference_model.scenario import Scenario
+
+CONFIRMED = "confirmed"
+PREVENTED = "prevented"
+NOT_VIOLATED = "not_violated"
+MISMATCH = "mismatch"
+CLASSIFICATIONS = (CONFIRMED, PREVENTED, NOT_VIOLATED, MISMATCH)
+
+
+@dataclass
+class ModelVerdict:
+    """What the version's own profile predicts for one ordering."""
+
+    profile: str
+    lost_acked: list[str]
+    divergent_offsets: list[int]
+    violations: list[str]  # explorer invariants broken on the way (settled states)
+    outcomes: list[str]
+    prevented: dict[str, Any] | None  # {"step", "event", "reason"} or None
+
+    @property
+    def violated(self) -> bool:
+        return bool(self.lost_acked or self.divergent_offsets or self.violations)
+
+
+@dataclass
+class RunOutcome:
+    """What the broker run ended with (from its RunInfo)."""
+
+    verdict: str  # match | prevented | model_mismatch | step_prevented | fence_timeout | error
+    lost_acked: list[str] = field(default_factory=list)
+    divergent_offsets: list[int] = field(default_factory=list)
+    failure: str = ""
+    harness_note: str = ""
+    first_differing_step: int | None = None
+    differences: int = 0
+
+
+def unavailable(version: KafkaVersion, backend: str) -> str | None:
+    """Why this machine cannot run ``version`` on ``backend`` (one line), None if it can.
+
+    Checked before the search so a missing tree or daemon costs nothing. The docker backend
+    builds a missing image itself, as ``hwchaos run`` does.
+    """
+    if backend == "docker":
+        from harness.db.containers import docker_available
+
+        return docker_available()
+    if shutil.which("java") is None:
+        return "no java on PATH (Kafka brokers need a JRE; see `hwchaos doctor`)"
+    from harness.db import BrokerUnavailable
+    from harness.db.local import find_tree
+
+    try:
+        find_tree(version)
+    except BrokerUnavailable as exc:
+        return f"{exc} (`hwchaos kafka install {version.release}` or set HWCHAOS_KAFKA_DISTS)"
+    return None
+
+
+def model_verdict(scenario: Scenario, profile: str) -> ModelVerdict:
+    """Play ``scenario`` under ``profile``: losses, divergence, invariants, prevention."""
+    res = run_scenario(scenario, profile)
+    return verdict_of(res, profile)
+
+
+def verdict_of(res: RunResult, profile: str) -> ModelVerdict:
+    """The :class:`ModelVerdict` of a model run (see :func:`model_verdict`)."""
+    j = res.to_json()
+    broken: list[str] = []
+    for prev, nxt in zip(res.steps, res.steps[1:], strict=False):
+        for v in judged_violations(res.config, prev.state, nxt.state):
+            if v not in broken:
+                broken.append(v)
+    prevented: dict[str, Any] | None = None
+    value = getattr(res, "prevented", None)
+    if value is not None:
+        k, reason = value
+        sc = res.scenario
+        event = sc.steps[k - 1].describe(sc.brokers) if 1 <= k <= len(sc.steps) else ""
+        prevented = {"step": int(k), "event": event, "reason": str(reason)}
+    return ModelVerdict(
+        profile=profile,
+        lost_acked=list(j["lost_acked"]),
+        divergent_offsets=list(j["divergent_offsets"]),
+        violations=broken,
+        outcomes=list(j["outcomes"]),
+        prevented=prevented,
+    )
+
+
+def _what(lost: list[str], divergent: list[int]) -> str:
+    parts = []
+    if lost:
+        parts.append(f"acknowledged {', '.join(lost)} lost")
+    if divergent:
+        parts.append(f"replicas diverge at offsets {divergent}")
+    return " and ".join(parts) or "no loss, no divergence"
+
+
+def classify(model: ModelVerdict, run: RunOutcome, version: str) -> tuple[str, str]:
+    """(classification, one-line reason) of one counterexample played on ``version``."""
+    if model.prevented is not None:
+        p = model.prevented
+        where = f"step {p['step']} ({p['event']})"
+        if run.verdict == "prevented":
+            note = f"; harness: {run.harness_note}" if run.harness_note else ""
+            return PREVENTED, f"{where} prevented on {version} as predicted: {p['reason']}{note}"
+        return MISMATCH, (
+            f"the {model.profile} profile predicts {where} prevented ({p['reason']}), "
+            f"but the run ended {run.verdict}{_failure(run)}"
+        )
+    if run.verdict == "match":
+        if model.violated:
+            invariants = f" ({', '.join(model.violations)})" if model.violations else ""
+            return CONFIRMED, (
+                f"on {version}: {_what(run.lost_acked, run.divergent_offsets)}{invariants}, "
+                f"per-replica logs as the {model.profile} profile predicts"
+            )
+        return NOT_VIOLATED, (
+            f"the {model.profile} profile predicts no violation and {version} agrees "
+            "(per-replica logs as predicted): fixed in this version"
+        )
+    if run.verdict == "model_mismatch" and run.differences == 0:
+        predicted = _what(model.lost_acked, model.divergent_offsets)
+        return MISMATCH, (
+            f"{version}'s per-replica logs are as the {model.profile} profile predicts, but "
+            f"not the verdict: predicted {predicted}, observed "
+            f"{_what(run.lost_acked, run.divergent_offsets)} (a write acknowledged on one side "
+            "only, or another outcome)"
+        )
+    if run.verdict == "model_mismatch":
+        step = (
+            f", first differing step {run.first_differing_step}"
+            if run.first_differing_step is not None
+            else ""
+        )
+        return MISMATCH, (
+            f"{version}'s logs differ from the {model.profile} profile "
+            f"({run.differences} positions{step}): predicted "
+            f"{_what(model.lost_acked, model.divergent_offsets)}, observed "
+            f"{_what(run.lost_acked, run.divergent_offsets)}"
+        )
+    if run.verdict == "step_prevented":
+        return MISMATCH, (
+            f"the harness could not play a step the {model.profile} profile does not "
+            f"predict prevented{_failure(run)}"
+        )
+    if run.verdict == "prevented":  # cannot happen without a predicted prevention
+        return (
+            MISMATCH,
+            f"the run stopped as prevented, the model predicts none{_failure(run)}",
+        )
+    return MISMATCH, f"run ended {run.verdict}{_failure(run)}"
+
+
+def _failure(run: RunOutcome) -> str:
+    return f": {run.failure}" if run.failure else ""
+
+
+@dataclass
+class Confirmation:
+    """One counterexample played on one version: the ``--json`` entry."""
+
+    index: int  # 1-based, in the explorer's order
+    invariant: str
+    steps: list[str]
+    scenario_file: str
+    classification: str
+    reason: str
+    run_folder: str
+    model_verdict: dict[str, Any]
+    observed: dict[str, Any]  # {"verdict", "lost_acked", "divergent_offsets"}
+    seconds: float
+    same_run_as: int | None = None  # index of the counterexample whose run this one shares
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def outcome_of(info: Any, verdict: Any) -> RunOutcome:
+    """A :class:`RunOutcome` from what ``runner.play`` returns (RunInfo, Verdict | None)."""
+    prevented = info.prevented or {}
+    return RunOutcome(
+        verdict=info.verdict,
+        lost_acked=list(info.lost_acked),
+        divergent_offsets=list(info.divergent_offsets),
+        failure=str(info.extra.get("failure", "")),
+        harness_note=str(prevented.get("harness_note", "")),
+        first_differing_step=verdict.first_differing_step if verdict is not None else None,
+        differences=len(verdict.differences) if verdict is not None else 0,
+    )
+
+
+@dataclass
+class Counterexample:
+    """A counterexample as the explorer CLI wrote it: its scenario and where it lives."""
+
+    invariant: str
+    scenario: Scenario
+    file: str
+
+
+def confirm(
+    found: list[Counterexample],
+    version: KafkaVersion,
+    backend: str,
+    runs: Path,
+    progress: Callable[[str], None],
+) -> list[Confirmation]:
+    """Play every counterexample on ``version`` (identical orderings once) and classify."""
+    from harness.generator.runner import play
+
+    out: list[Confirmation] = []
+    played: dict[tuple[str, ...], Confirmation] = {}
+    total = len(found)
+    for i, cx in enumerate(found, start=1):
+        sc = cx.scenario
+        steps = [e.describe(sc.brokers) for e in sc.steps]
+        model = model_verdict(sc, version.generation)
+        key = (sc.acks, str(sc.min_insync), str(sc.unclean), *steps)
+        first = played.get(key)
+        if first is not None:
+            progress(
+                f"[{i}/{total}] {cx.invariant}: same ordering as counterexample "
+                f"{first.index}: {first.classification}"
+            )
+            out.append(
+                Confirmation(
+                    index=i,
+                    invariant=cx.invariant,
+                    steps=steps,
+                    scenario_file=cx.file,
+                    classification=first.classification,
+                    reason=first.reason,
+                    run_folder=first.run_folder,
+                    model_verdict=first.model_verdict,
+                    observed=first.observed,
+                    seconds=0.0,
+                    same_run_as=first.index,
+                )
+            )
+            continue
+        folder = runs / f"{i:02d}-{sc.name}"
+        if folder.exists():
+            shutil.rmtree(folder)
+        progress(
+            f"[{i}/{total}] {cx.invariant}: {', '.join(steps)} on Kafka {version.name} "
+            f"({backend}) -> {folder}"
+        )
+        t0 = time.perf_counter()
+        info, _prediction, verdict = play(
+            sc,
+            version,
+            backend,
+            folder,
+            folder.name,
+            progress=lambda m: progress(f"    {m}"),
+        )
+        run = outcome_of(info, verdict)
+        label, reason = classify(model, run, version.name)
+        c = Confirmation(
+            index=i,
+            invariant=cx.invariant,
+            steps=steps,
+            scenario_file=cx.file,
+            classification=label,
+            reason=reason,
+            run_folder=str(folder),
+            model_verdict=asdict(model),
+            observed={
+                "verdict": run.verdict,
+                "lost_acked": run.lost_acked,
+                "divergent_offsets": run.divergent_offsets,
+            },
+            seconds=round(time.perf_counter() - t0, 2),
+        )
+        progress(f"[{i}/{total}] {label}: {reason} ({c.seconds:.0f}s)")
+        played[key] = c
+        out.append(c)
+    return out
+
+
+def counts(results: list[Confirmation]) -> dict[str, int]:
+    """How many counterexamples fall in each class (all four keys, zeros included)."""
+    return {c: sum(1 for r in results if r.classification == c) for c in CLASSIFICATIONS}
+
+
+def summary_table(results: list[Confirmation]) -> str:
+    """The text-mode table: one row per counterexample, then the counts."""
+    head = f"{'#':>2}  {'invariant':<28} {'classification':<13} {'s':>5}  ordering"
+    lines = [head, "-" * len(head)]
+    for r in results:
+        secs = f"{r.seconds:5.0f}" if r.same_run_as is None else f"{'=' + str(r.same_run_as):>5}"
+        lines.append(
+            f"{r.index:>2}  {r.invariant:<28} {r.classification:<13} {secs}  {', '.join(r.steps)}"
+        )
+        lines.append(f"{'':>4}{r.reason}")
+        lines.append(f"{'':>4}run folder: {r.run_folder}")
+    n = counts(results)
+    lines.append("")
+    lines.append(", ".join(f"{v} {k}" for k, v in n.items()))
+    return "\n".join(lines)

@@ -1,0 +1,222 @@
+"""Catalogue scenarios whose steps need network cuts, played on real brokers.
+
+``isr_shrink`` (a follower cut from the leader until the leader shrinks it), a held-back
+LeaderAndIsr (the controller cut from one broker), ``produce: {to: X}`` (the client cut
+from every other broker) and ``partition``/``heal``: each run must end with per-replica logs
+that match the model, or in a prevention the model predicted for that version; and leave no
+namespace, veth or iptables rule behind. Root and release trees are needed: without them
+every test skips with the reason. Plus model-only checks of what the runner decides from a
+scenario (no root needed).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.db import BrokerUnavailable
+from harness.db.local import find_tree
+from harness.db.versions import resolve_version
+from harness.generator.realise import SHORT_LAG_MS, needs
+from harness.generator.runner import play
+from harness.generator.scenarios import load_scenario
+from harness.nemesis.network import network_available
+from reference_model.run import run_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ROOT / "scenarios"
+
+# (scenario, version, backend): runs that play on real brokers and match the model. One
+# per scenario and line, kept short (each is one cluster, 25-80 s).
+PLAYED = [
+    ("acks1-unclean-election", "0.10.2.1", "local"),
+    ("jepsen-2013-isr-shrink", "0.10.2.1", "local"),
+    ("jepsen-2013-isr-shrink", "3.3.1", "local"),
+    ("jepsen-2013-isr-shrink", "4.0.0", "local"),
+    ("kip320-zombie-follower", "0.10.2.1", "local"),
+    ("kip320-zombie-follower", "2.1.1", "local"),
+    ("kip320-zombie-follower", "3.3.1-kraft", "local"),
+    ("kip320-zombie-follower", "4.0.0", "local"),
+    ("jepsen-2013-zombie-leader", "0.10.2.1", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1-kraft", "local"),
+    ("jepsen-2013-zombie-leader", "4.0.0", "local"),
+    ("jepsen-2013-zombie-leader", "3.3.1", "docker"),
+    ("kip320-zombie-follower", "2.1.1", "docker"),
+]
+
+
+def _leftovers(run_dir: Path) -> list[str]:
+    """What the run's own network (its ``network.json``) left on the machine: namespaces,
+    links, iptables rules. Other runs on the machine are not ours to judge."""
+    record = run_dir / "cluster" / "network.json"
+    if not record.exists():
+        return []
+    namespaces = json.loads(record.read_text())["namespaces"].values()
+    run = next(iter(namespaces)).split("-")[1] if namespaces else "?"
+    found = []
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [line for line in ns.splitlines() if line.split()[0] in namespaces]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found += [line for line in links.splitlines() if f": hwc{run}" in line]
+    for tool in ("iptables", "iptables-legacy"):
+        rules = subprocess.run([tool, "-S"], capture_output=True, text=True).stdout
+        found += [line for line in rules.splitlines() if f"hwchaos:{run}" in line]
+    return found
+
+
+# ---------------------------------------------------------------------------- model only
+
+
+def test_the_runner_decides_the_network_from_the_scenario() -> None:
+    """Cuts only for scenarios that need them; the short lag only on the leader the model
+    has at each isr_shrink; a short ZooKeeper session only for brokers cut from ZooKeeper."""
+    plain = load_scenario(str(SCENARIOS / "kip101-scenario1.yaml"))
+    assert not needs(plain).network
+    shrink = load_scenario(str(SCENARIOS / "kip320-zombie-follower.yaml"))
+    want = needs(shrink, run_scenario(shrink, "hw"))
+    assert want.network and want.short_lag
+    assert want.lag_on == {"B"}  # B leads at `isr_shrink: C`; A and C keep the long lag
+    assert any("detect A hold C" in w for w in want.why)
+    zombie = load_scenario(str(SCENARIOS / "jepsen-2013-zombie-leader.yaml"))
+    want = needs(zombie)
+    assert want.short_session == {"A"} and not want.short_lag
+    assert any("produce m2 to A" in w for w in want.why)
+    assert SHORT_LAG_MS < 10_000
+
+
+# ---------------------------------------------------------------------------- brokers
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize(("scenario", "version", "backend"), PLAYED)
+def test_network_steps_play_and_match_the_model(
+    scenario: str, version: str, backend: str, tmp_path: Path
+) -> None:
+    v = resolve_version(version)
+    if backend == "local":
+        reason = network_available()
+        if reason is not None:
+            pytest.skip(reason)
+        try:
+            find_tree(v)
+        except BrokerUnavailable as exc:
+            pytest.skip(str(exc))
+    else:
+        from harness.db.containers import docker_available
+
+        reason = docker_available()
+        if reason is not None:
+            pytest.skip(reason)
+    sc = load_scenario(str(SCENARIOS / f"{scenario}.yaml"))
+    try:
+        info, prediction, verdict = play(
+            sc, v, backend, tmp_path / "run", f"ns{backend[0]}", lambda _m: None
+        )
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    prevented = getattr(prediction, "prevented", None)
+    if prevented is not None:
+        assert info.verdict == "prevented", info.extra.get("failure")
+        return
+    assert info.verdict == "match", (info.verdict, info.extra.get("failure"))
+    assert verdict is not None and verdict.model_match
+    steps = json.loads((tmp_path / "run" / "observations.json").read_text())
+    realised = [n for o in steps for n in o["notes"] if n.startswith("realised: ")]
+    assert realised, "no step says how it was realised"
+    if any(e.kind == "isr_shrink" for e in sc.steps):
+        assert any("for the ISR shrink" in n or "already out" in n for n in realised)
+    assert _leftovers(tmp_path / "run") == []
+
+
+@pytest.mark.broker
+def test_ctrl_c_during_a_partition_leaves_nothing(tmp_path: Path) -> None:
+    """``hwchaos run`` interrupted (SIGINT) while a partition is in place: the JVMs, the
+    namespaces, veths, bridge and iptables rules of the run are all gone when it exits."""
+    import os
+    import signal
+    import sys
+
+    reason = network_available()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        find_tree(resolve_version("3.3.1"))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    out = tmp_path / "out"
+    log = (tmp_path / "run.log").open("w")
+    # SIGINT back to its default before exec: a background job inherits it ignored
+    launcher = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.argv[1], sys.argv[1:])"
+    )
+    hwchaos = str(Path(sys.executable).parent / "hwchaos")
+    scenario = str(SCENARIOS / "jepsen-2013-zombie-leader.yaml")
+    cmd = [sys.executable, "-c", launcher, hwchaos, "run", scenario, "--kafka", "3.3.1"]
+    proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=log, stderr=log)
+    try:
+        from harness.generator.playbook import wait_until
+
+        def partitioned() -> bool:
+            text = (tmp_path / "run.log").read_text()
+            assert proc.poll() is None, text
+            return "step  4/9 partition" in text
+
+        wait_until(partitioned, "the run to cut A from B, the controller and ZooKeeper", 180)
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(timeout=120) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    run_dir = next(out.iterdir())
+    assert "interrupted" in (tmp_path / "run.log").read_text()
+    assert (run_dir / "cluster" / "network.json").exists()
+    assert _leftovers(run_dir) == []
+    java = subprocess.run(["pgrep", "-af", "java"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in java
+
+
+@pytest.mark.broker
+def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Path) -> None:
+    """acks1-unclean-election on 3.3.1: the model predicts `isr_shrink B` (B caught up)
+    prevented by KAFKA-7152; with B cut from A for two lag times, A really keeps B."""
+    from harness.generator.playbook import Playbook
+    from harness.generator.realise import configure
+    from harness.generator.runner import make_cluster
+
+    reason = network_available()
+    if reason is not None:
+        pytest.skip(reason)
+    v = resolve_version("3.3.1")
+    try:
+        find_tree(v)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    sc = load_scenario(str(SCENARIOS / "acks1-unclean-election.yaml"))
+    prediction = run_scenario(sc, v.generation)
+    prevented = getattr(prediction, "prevented", None)
+    assert prevented is not None and prevented[0] == 4, prevented
+    want = needs(sc, prediction)
+    cluster = make_cluster(v, "local", list(sc.brokers), tmp_path, "t", network=want.network)
+    configure(cluster, want)
+    try:
+        cluster.start()
+        book = Playbook(cluster, sc, v, prediction)
+        try:
+            book.setup()
+            for k, ev in enumerate(sc.steps[:3], start=1):
+                book.step(k, ev)
+            note = book.check_prevented(4, sc.steps[3], prevented[1])
+            assert note.startswith("refused as predicted: A kept B in the ISR"), note
+            assert book.ids["B"] in book.view().isr
+            assert cluster.network is not None and cluster.network.cuts() == []
+        finally:
+            book.close()
+    finally:
+        cluster.close()

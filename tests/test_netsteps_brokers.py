@@ -220,3 +220,23 @@ def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Pa
             book.close()
     finally:
         cluster.close()
+
+
+def test_without_root_a_network_run_ends_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scenario that needs cuts on a machine that cannot make them: BrokerUnavailable with
+    the reason in one line, before any JVM starts (``hwchaos run`` prints it; tests skip)."""
+    import harness.nemesis.network as network
+
+    monkeypatch.setattr(network, "network_available", lambda: "network namespaces need root")
+    try:
+        find_tree(resolve_version("3.3.1"))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    from harness.generator.runner import make_cluster
+
+    with pytest.raises(BrokerUnavailable) as err:
+        make_cluster(resolve_version("3.3.1"), "local", ["A", "B"], tmp_path, "t", network=True)
+    assert str(err.value) == "the scenario needs network partitions: network namespaces need root"
+    assert not (tmp_path / "pids.json").exists()

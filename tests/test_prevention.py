@@ -210,7 +210,7 @@ def test_prevented_run_stops_before_the_step_and_says_so_in_json_and_table(
 def test_explain_lists_prevention_rules_and_the_rule_that_prevented(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    scen = str(SCENARIO_DIR / "jepsen-2013-isr-shrink.yaml")
+    scen = str(SCENARIO_DIR / "acks1-unclean-election.yaml")
     assert cli_main(["model", scen, "--kafka", "2.1.1", "--explain", "--json"]) == 0
     j = json.loads(capsys.readouterr().out)
     kinds = {r["rule"]: r["kind"] for r in j["profile"]}

@@ -134,6 +134,7 @@ class Playbook(NetworkSteps):
         self.meta = cluster.metadata()
         self._admin: Any = None
         self.expiring: set[str] = set()
+        self.retired: list[Producer] = []  # earlier producers with reports still to come
         self.producer = self._make_producer()
         self._consumer: Any = None
         self._lai_base: dict[str, tuple[int, int]] = {}
@@ -156,6 +157,29 @@ class Playbook(NetworkSteps):
         lead = self.scenario.brokers[self.scenario.leader]
         host, port = self.cluster.broker_address(lead)
         return Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+
+    def _fresh_producer(self) -> None:
+        """Runs with ``isr_shrink``: each produce step gets a producer bootstrapped from the
+        current leader. An older one may hold an open connection to a follower that ran
+        in a fetch step and is paused now; a Metadata request on it hangs for the whole
+        (long) socket timeout, seen as 30 s steps, long enough for the short lag to drop
+        followers behind the script. A fresh one never completes its handshake with a
+        paused broker, so it never uses one. The old one stays open for its reports.
+        """
+        lead = self.leader()
+        if not needs(self.scenario).short_lag or lead is None or lead in self.down:
+            return
+        host, port = self.cluster.broker_address(lead)
+        fresh = Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+        fresh.deliveries = self.producer.deliveries  # one record of every write
+        self.retired.append(self.producer)
+        self.producer = fresh
+
+    def poll_producers(self) -> None:
+        """Serve delivery reports of every producer of the run."""
+        for p in self.retired:
+            p.poll(0)
+        self.producer.poll(0.05)
 
     # ------------------------------------------------------------------ observing
 
@@ -347,6 +371,7 @@ class Playbook(NetworkSteps):
             return self.produce_to(k, ev, name)
         self._wake_leader()
         self._parked_fetches_answered()
+        self._fresh_producer()
         stale, note = self.client_cut_from_stale()
         try:
             return self._produce_to_leader(ev, note)
@@ -368,7 +393,7 @@ class Playbook(NetworkSteps):
             lead = self.leader()
 
             def done(rec: str = record, lead: str | None = lead, d: Delivery = d) -> bool:
-                self.producer.poll(0.05)
+                self.poll_producers()
                 if d.status != "pending":
                     return True
                 return lead is not None and any(r == rec for _, _, r in self.log(lead))
@@ -452,8 +477,11 @@ class Playbook(NetworkSteps):
             self._seen,
         )
         deadline = time.monotonic() + 2.0
-        while self.producer.outstanding() and time.monotonic() < deadline:
-            self.producer.poll(0.05)  # bounded: drains reports for what the HW now covers
+        while (
+            any(p.outstanding() for p in [self.producer, *self.retired])
+            and time.monotonic() < deadline
+        ):
+            self.poll_producers()  # bounded: drains reports for what the HW now covers
 
     def _wake_leader(self) -> None:
         """A leader held during a restart is resumed only when a step needs it.
@@ -783,6 +811,8 @@ class Playbook(NetworkSteps):
 
     def finish(self) -> dict[str, Any]:
         """Read what the run left: producer reports, final state, halted brokers."""
+        for p in self.retired:
+            p.close(timeout=5.0)
         self.producer.close(timeout=5.0)
         v = self.meta.partition()
         halted = [

@@ -209,6 +209,9 @@ class NetworkSteps:
     def _parked_fetches_answered(self) -> None:
         raise NotImplementedError
 
+    def poll_producers(self) -> None:
+        raise NotImplementedError
+
     def _leader_ready(self, name: str) -> None:
         raise NotImplementedError
 
@@ -549,7 +552,7 @@ class NetworkSteps:
             return
 
         def reported() -> bool:
-            self.producer.poll(0.05)
+            self.poll_producers()
             return all(d.status != "pending" for d in waiting)
 
         wait_until(reported, "the leader's answer to writes the shrink completes", self.timeout)

@@ -62,8 +62,6 @@ class Generation:
     # Prevention rules (``reference_model.prevention``): they change no transition; they say
     # which steps the broker version makes impossible.
     session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
-    failover_elects_for_dead_leader: bool = False  # ZK onControllerFailover elects
-    failover_offlines_dead_replicas: bool = False  # KAFKA-3143 (2.3): and shrinks the ISR
     registration_needs_expired_session: bool = False  # KRaft DuplicateBrokerRegistration
     caught_up_stays_in_isr: bool = False  # KAFKA-7152 (2.1): LEO = leader's LEO: in sync
     elect_leaders_unclean: bool = False  # KIP-460 (2.4): ElectLeaders UNCLEAN exists
@@ -91,7 +89,6 @@ def build(name: str, kafka: str, rules: frozenset[str], mode: str) -> Generation
 # Prevention rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
 _ZK_ALWAYS = (
     "session_expiry_needs_cut",
-    "failover_elects_for_dead_leader",
     "unclean_election_needs_offline",
 )
 

@@ -58,60 +58,6 @@ def session_expiry_needs_cut(cfg: Config, st: PartitionState, ev: Event) -> str 
     )
 
 
-def _undetected_dead(st: PartitionState, i: int) -> list[int]:
-    ctrl = st.controller
-    return [
-        g
-        for g, r in enumerate(st.replicas)
-        if g != i and not r.alive and g in ctrl.live and (g == ctrl.leader or g in ctrl.isr)
-    ]
-
-
-def zookeeper_failover(cfg: Config, st: PartitionState, ev: Event) -> str | None:
-    """``restart F`` (ZooKeeper mode) before the controller noticed F's death, next to
-    another broker G that is dead and not yet noticed either.
-
-    A ZooKeeper-mode restart the controller did not notice is real (issue 9): it is played
-    by freezing the controller broker, letting F's old registration go, starting F (it
-    registers a new ``/brokers/ids/F``) and failing the controller over; the new controller
-    (``KafkaController.onControllerFailover``) reads the live brokers, F among them, and
-    cannot know F bounced (it also has no previous broker epoch of F to compare, so KIP-380
-    does not apply). But that failover acts on every *other* dead broker it finds:
-
-    - G leads: ``PartitionStateMachine.startup`` marks the partition offline and elects a
-      new leader (every release): rule ``failover_elects_for_dead_leader``;
-    - G is a follower in the ISR: from 2.3 (KAFKA-3143) ``ReplicaStateMachine.startup``
-      moves G's replicas to ``OfflineReplica``, which removes G from the ISR; before 2.3 G
-      stays in the ISR (the ordering played on 0.10.2.1): rule
-      ``failover_offlines_dead_replicas``.
-
-    The model's ``restart`` leaves G untouched, so those orderings cannot be played as
-    written: the scenario must ``detect: G`` first.
-    """
-    gen = cfg.generation
-    i = ev.replica
-    if gen.kraft or i < 0 or st.replicas[i].alive or i not in st.controller.live:
-        return None
-    ctrl = st.controller
-    for g in _undetected_dead(st, i):
-        f, gn = cfg.brokers[i], cfg.brokers[g]
-        head = (
-            f"restart {f} before the controller noticed its failure needs a controller "
-            f"failover, and the new controller also finds {gn} dead"
-        )
-        if g == ctrl.leader and gen.failover_elects_for_dead_leader:
-            return _why(
-                "failover_elects_for_dead_leader",
-                f"{head}: it elects a new leader in place of {gn} (write 'detect: {gn}' first)",
-            )
-        if g in ctrl.isr and gen.failover_offlines_dead_replicas:
-            return _why(
-                "failover_offlines_dead_replicas",
-                f"{head}: it removes {gn} from the ISR (write 'detect: {gn}' first)",
-            )
-    return None
-
-
 def registration_needs_expired_session(cfg: Config, st: PartitionState, ev: Event) -> str | None:
     """``restart F`` (KRaft) while the quorum controller still counts F registered and unfenced.
 
@@ -227,7 +173,7 @@ def unclean_election(cfg: Config, st: PartitionState, ev: Event) -> str | None:
 # event kind -> its checks, in the order they are asked
 CHECKS: dict[str, tuple[Check, ...]] = {
     "detect": (session_expiry_needs_cut,),
-    "restart": (registration_needs_expired_session, zookeeper_failover),
+    "restart": (registration_needs_expired_session,),
     "isr_shrink": (caught_up_stays_in_isr,),
     "elect": (unclean_election,),
 }

@@ -221,30 +221,6 @@ RULES: dict[str, Rule] = {
             prevents=("detect",),
         ),
         Rule(
-            "failover_elects_for_dead_leader",
-            "ZooKeeper controller failover (every release)",
-            ("0.10.0.0",),
-            "kafka.controller.PartitionStateMachine.startup (initializePartitionState: "
-            "leader not live -> OfflinePartition; triggerOnlinePartitionStateChange)",
-            "a restart the controller did not notice needs a controller failover, and the new "
-            "controller elects a new leader for a dead leader it was not told about",
-            mode="zk",
-            boundary="tests/test_prevention.py::test_unnoticed_restart_next_to_another_dead_broker",
-            prevents=("restart",),
-        ),
-        Rule(
-            "failover_offlines_dead_replicas",
-            "KAFKA-3143",
-            ("2.3.0",),
-            "kafka.controller.ReplicaStateMachine.startup (offlineReplicas -> OfflineReplica: "
-            "removeReplicasFromIsr)",
-            "the new controller of a failover also removes dead followers from the ISR, so an "
-            "unnoticed restart cannot keep another dead follower in it",
-            mode="zk",
-            boundary="tests/test_prevention.py::test_unnoticed_restart_next_to_another_dead_broker",
-            prevents=("restart",),
-        ),
-        Rule(
             "registration_needs_expired_session",
             "KIP-631 (KRaft broker registration)",
             ("3.3.0",),

@@ -469,7 +469,13 @@ class Playbook(NetworkSteps):
         # min.insync.replicas: never wait past what the model says the leader's HW is.
         st = self.prediction.steps[k].state
         if 0 <= st.controller.leader < len(self.names) and self.names[st.controller.leader] == lead:
-            settled = min(settled, st.replicas[st.controller.leader].hw)
+            model_leader = st.replicas[st.controller.leader]
+            settled = min(settled, model_leader.hw)
+            if self.version.epoch_on_disk and model_leader.hw < model_leader.leader_start:
+                # A leader whose HW is below its epoch's start offset answers ListOffsets
+                # with OFFSET_NOT_AVAILABLE (Partition.fetchOffsetForTimestamp, KIP-207)
+                # until every ISR member fetched from it: nothing to wait for here.
+                return
         wait_until(
             lambda: self.leader_hw() >= settled,
             f"leader HW to reach {settled}",

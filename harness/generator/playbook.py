@@ -745,7 +745,7 @@ class Playbook(NetworkSteps):
             self._release(name)
             order = [bid] + [i for i in self._assignment() if i != bid]
             self._kraft_reassign(name, order)
-            how = f"ReassignPartitionsCommand {order}; " + self._elect_leaders(name, "preferred")
+            how = f"AlterPartitionReassignments {order}; " + self._elect_leaders(name, "preferred")
         else:
             how = self._zk_preferred(name)
         wait_until(
@@ -809,7 +809,16 @@ class Playbook(NetworkSteps):
         return AdminClient({"bootstrap.servers": f"{host}:{port}", "log_level": 0})
 
     def _elect_leaders(self, name: str, kind: str) -> str:
-        """ElectLeaders (KIP-183, 2.2; UNCLEAN: KIP-460, 2.4) sent through broker ``name``."""
+        """ElectLeaders (KIP-183, 2.2; UNCLEAN: KIP-460, 2.4): KRaft to the controller,
+        ZooKeeper mode through broker ``name`` (librdkafka forwards it to the controller)."""
+        if self.kraft:
+            from harness.client.wire import elect_leaders
+
+            err, msg = self._to_controller(
+                "ElectLeaders",
+                lambda h, p: elect_leaders(h, p, TOPIC, PARTITION, kind == "unclean"),
+            )
+            return f"ElectLeaders {kind.upper()}" + (f" (error {err} {msg or ''})" if err else "")
         from confluent_kafka import ElectionType, TopicPartition
 
         how = ElectionType.UNCLEAN if kind == "unclean" else ElectionType.PREFERRED
@@ -822,32 +831,42 @@ class Playbook(NetworkSteps):
         errors = [str(e) for e in result.values() if e is not None]
         return f"ElectLeaders {kind.upper()}" + (f" ({'; '.join(errors)})" if errors else "")
 
+    def _to_controller(
+        self, what: str, call: Callable[[str, int], tuple[int, str | None]]
+    ) -> tuple[int, str | None]:
+        """Send a KRaft admin request to the active controller (NOT_CONTROLLER: the next)."""
+        from harness.client.wire import WireError
+
+        seen: list[str] = []
+        for c in getattr(self.cluster.mode, "controllers", [CONTROLLER]):
+            host, port = self.cluster.node_address(c)
+            try:
+                err, msg = call(host, port)
+            except WireError as exc:
+                seen.append(str(exc))
+                continue
+            if err == 41:  # NOT_CONTROLLER
+                continue
+            return err, msg
+        raise FenceTimeout(f"{what}: no controller answered ({'; '.join(seen) or 'none active'})")
+
     def _kraft_reassign(self, name: str, order: list[int]) -> None:
-        """KRaft: the reordered assignment through ReassignPartitionsCommand (a tool JVM)."""
-        import json
+        """KRaft: the reordered assignment (AlterPartitionReassignments to the controller).
+
+        Not ReassignPartitionsCommand: its admin client sends the request to the broker the
+        Metadata answer names as controller, a random one in KRaft, possibly one the harness
+        paused (seen on 4.0.0: 30 s then TimeoutException).
+        """
+        from harness.client.wire import alter_partition_reassignments
 
         if self._assignment() == order:
             return
-        tool = "elect-tool"
-        plan = {
-            "version": 1,
-            "partitions": [{"topic": TOPIC, "partition": PARTITION, "replicas": order}],
-        }
-        path = self.cluster.workdir / tool / "config" / "reassign.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(plan))
-        host, port = self.cluster.broker_address(name)
-        self.cluster.run_tool(
-            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
-            [
-                "--bootstrap-server",
-                f"{host}:{port}",
-                "--reassignment-json-file",
-                self.cluster.node_path(tool, "config") + "/reassign.json",
-                "--execute",
-            ],
-            tool,
+        err, msg = self._to_controller(
+            "AlterPartitionReassignments",
+            lambda h, p: alter_partition_reassignments(h, p, TOPIC, PARTITION, order),
         )
+        if err:
+            raise FenceTimeout(f"AlterPartitionReassignments {order}: error {err} {msg or ''}")
         wait_until(
             lambda: self._assignment() == order,
             f"the controller to reorder the assignment to {order}",

@@ -39,7 +39,9 @@ steps:
   - fetch: C
 """
 
-# A leads alone (B and C out of the ISR after they stopped fetching), dies; B elected unclean.
+# A acknowledges m2 alone (acks=1), B falls out of the ISR without it, A dies: the partition
+# is offline (unclean election off), then B is elected on demand. isr_shrink needs root
+# (network namespaces); the run skips with the reason otherwise.
 UNCLEAN_B = """
 name: elect-unclean
 brokers: [A, B]
@@ -50,10 +52,10 @@ steps:
   - produce: m1
   - fetch: B
   - fetch: B
-  - isr_shrink: B
   - produce: m2
+  - isr_shrink: B     # B cut from A: the leader drops it from the ISR (short lag)
   - crash: A
-  - detect: A         # offline: A was the only ISR member, unclean election is off
+  - detect: A         # offline: A was the only ISR member
   - elect: {broker: B, unclean: true}
   - produce: m3
 """
@@ -89,4 +91,40 @@ def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) ->
     realised = [n for n in notes(run)[6] if n.startswith("realised: ")]
     assert realised and "B leads at epoch" in realised[0], notes(run)[6]
     assert info.extra["final"]["leader"] == "B"
+    assert jvms_under(tmp_path) == []
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize(
+    ("version", "verdict_is"),
+    [("3.3.1", "match"), ("4.0.0", "match"), ("0.10.2.1", "prevented")],
+)
+def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) -> None:
+    """ElectLeaders UNCLEAN from 2.4 loses m2 as the model says; before 2.4 both prevent it."""
+    require(version)
+    from harness.nemesis.network import network_available
+
+    reason = network_available()
+    if reason is not None:
+        pytest.skip(reason)
+    run = tmp_path / "run"
+    info, prediction, verdict = play(
+        load_scenario(scenario(tmp_path, UNCLEAN_B, "elect-unclean")),
+        resolve_version(version),
+        "local",
+        run,
+        "t",
+        lambda _m: None,
+    )
+    assert verdict is not None, info.extra.get("failure")
+    assert info.model_match, verdict.differences
+    assert verdict.verdict == verdict_is
+    if verdict_is == "prevented":
+        assert verdict.prevented_step == 8
+        assert "elect_leaders_unclean" in (verdict.prevented_reason or "")
+        assert 8 not in notes(run)
+    else:
+        assert verdict.lost_acked == ["m2"] == prediction.to_json()["lost_acked"]
+        assert any("ElectLeaders UNCLEAN" in n for n in notes(run)[8]), notes(run)[8]
+        assert info.extra["final"]["leader"] == "B"
     assert jvms_under(tmp_path) == []

@@ -749,7 +749,10 @@ class Playbook(NetworkSteps):
         else:
             how = self._zk_preferred(name)
         wait_until(
-            lambda: (v := self.view()).leader == bid and v.leader_epoch > v0.leader_epoch,
+            lambda: (
+                (v := self.view()).leader == bid
+                and (v.leader_epoch > v0.leader_epoch or v0.leader != bid)
+            ),
             f"the controller to elect {name}",
             self.timeout,
             self._seen,
@@ -823,7 +826,9 @@ class Playbook(NetworkSteps):
 
         how = ElectionType.UNCLEAN if kind == "unclean" else ElectionType.PREFERRED
         admin = self._admin_on(name)
-        fut = admin.elect_leaders(how, [TopicPartition(TOPIC, PARTITION)], request_timeout=15)
+        fut = admin.elect_leaders(
+            how, [TopicPartition(TOPIC, PARTITION)]
+        )  # kwargs: SystemError (2.16.1)
         try:
             result = fut.result(timeout=30)
         except Exception as exc:

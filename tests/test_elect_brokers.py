@@ -2,9 +2,10 @@
 
 The harness reorders the replica assignment (B first, same replica set) and runs a
 preferred-replica election: ``/admin/reassign_partitions`` + ``/admin/preferred_replica_election``
-in ZooKeeper mode (every release), ReassignPartitionsCommand + ElectLeaders PREFERRED in
-KRaft. ``unclean: true`` is ElectLeaders UNCLEAN (2.4+) of an offline partition. Skips with
-the reason when no Kafka tree is available.
+in ZooKeeper mode (every release), AlterPartitionReassignments + ElectLeaders PREFERRED to the
+KRaft controller. ``unclean: true`` is ElectLeaders UNCLEAN (2.4+) of an offline partition
+(the scenario's isr_shrink needs root for network namespaces). Skips with the reason when
+no Kafka tree is available.
 """
 
 from __future__ import annotations

@@ -713,8 +713,9 @@ class Playbook(NetworkSteps):
         ``/admin/preferred_replica_election`` (what kafka-reassign-partitions.sh and
         kafka-preferred-replica-election.sh write, 0.8 to 3.x); the reassignment itself bumps
         the leader epoch once (KafkaController.updateLeaderEpochAndSendRequest), which the
-        model does not count (epochs are reported apart by the checker). KRaft runs
-        ReassignPartitionsCommand, then ElectLeaders PREFERRED. ``unclean: true`` is
+        model does not count (epochs are reported apart by the checker). KRaft sends
+        AlterPartitionReassignments, then ElectLeaders PREFERRED, to the controller (no epoch
+        bump for a reorder). ``unclean: true`` is
         ElectLeaders UNCLEAN (KIP-460, 2.4+), which needs a partition without a live leader:
         the model prevents the other cases before they reach the harness.
 

@@ -73,7 +73,7 @@ def notes(run: Path) -> dict[int, list[str]]:
 
 
 @pytest.mark.broker
-@pytest.mark.parametrize("version", ["0.10.2.1", "3.3.1", "4.0.0"])
+@pytest.mark.parametrize("version", ["0.10.2.1", "2.1.1", "3.3.1", "4.0.0"])
 def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) -> None:
     require(version)
     run = tmp_path / "run"

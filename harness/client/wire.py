@@ -203,3 +203,76 @@ def unregister_broker(host: str, port: int, broker_id: int, timeout: float = 5.0
     r.skip_tags()
     r.take(">i")
     return r.take(">h")
+
+
+ELECT_LEADERS = 43
+ALTER_PARTITION_REASSIGNMENTS = 45
+
+
+def _compact_string(s: str) -> bytes:
+    b = s.encode()
+    return _uvarint(len(b) + 1) + b
+
+
+def _partition_errors(r: _Reader) -> list[tuple[int, int, str | None]]:
+    """(partition, error code, message) of a flexible per-topic result array."""
+    out: list[tuple[int, int, str | None]] = []
+    for _ in range(r.uvarint() - 1):  # topics
+        r.compact_string()
+        for _ in range(r.uvarint() - 1):  # partitions
+            part = r.take(">i")
+            err = r.take(">h")
+            msg = r.compact_string()
+            r.skip_tags()
+            out.append((part, err, msg))
+        r.skip_tags()
+    return out
+
+
+def alter_partition_reassignments(
+    host: str, port: int, topic: str, partition: int, replicas: list[int], timeout: float = 10.0
+) -> tuple[int, str | None]:
+    """AlterPartitionReassignments v0 (KIP-455) to a KRaft controller: the new replica order.
+
+    Sent to the controller itself (its listener serves it, KIP-919): a broker-side admin
+    client routes it through a broker it picks, which may be one the harness paused.
+    Returns (error code, message): the top-level error, else the partition's.
+    """
+    body = struct.pack(">i", int(timeout * 1000)) + _uvarint(2) + _compact_string(topic)
+    body += _uvarint(2) + struct.pack(">i", partition)
+    body += _uvarint(len(replicas) + 1) + b"".join(struct.pack(">i", b) for b in replicas)
+    body += b"\x00" + b"\x00" + b"\x00"  # partition, topic, request tags
+    req = _header(ALTER_PARTITION_REASSIGNMENTS, 0, 4, True) + body
+    r = _Reader(_roundtrip(host, port, req, timeout + 5))
+    r.take(">i")
+    r.skip_tags()
+    r.take(">i")  # throttle
+    err = r.take(">h")
+    msg = r.compact_string()
+    if err:
+        return err, msg
+    parts = _partition_errors(r)
+    return (parts[0][1], parts[0][2]) if parts else (0, None)
+
+
+def elect_leaders(
+    host: str, port: int, topic: str, partition: int, unclean: bool, timeout: float = 10.0
+) -> tuple[int, str | None]:
+    """ElectLeaders v2 (KIP-183; type UNCLEAN: KIP-460) to a KRaft controller.
+
+    Returns (error code, message) of the partition (84 ELECTION_NOT_NEEDED, 83
+    ELIGIBLE_LEADERS_NOT_AVAILABLE, 80 PREFERRED_LEADER_NOT_AVAILABLE...).
+    """
+    body = struct.pack(">b", 1 if unclean else 0)
+    body += _uvarint(2) + _compact_string(topic) + _uvarint(2) + struct.pack(">i", partition)
+    body += b"\x00" + struct.pack(">i", int(timeout * 1000)) + b"\x00"
+    req = _header(ELECT_LEADERS, 2, 5, True) + body
+    r = _Reader(_roundtrip(host, port, req, timeout + 5))
+    r.take(">i")
+    r.skip_tags()
+    r.take(">i")  # throttle
+    err = r.take(">h")
+    if err:
+        return err, None
+    parts = _partition_errors(r)
+    return (parts[0][1], parts[0][2]) if parts else (0, None)

@@ -85,6 +85,40 @@ class ZkView:
             json.dumps({"version": 1, "partitions": {str(PARTITION): replica_ids}}).encode(),
         )
 
+    def assignment(self, topic: str = TOPIC, partition: int = PARTITION) -> list[int]:
+        """The partition's replica assignment in order (its head is the preferred leader)."""
+        data, _ = self._zk.get(f"/brokers/topics/{topic}")
+        return [int(b) for b in json.loads(data.decode())["partitions"][str(partition)]]
+
+    def reassign(self, replicas: list[int], topic: str = TOPIC, partition: int = PARTITION) -> None:
+        """Ask the controller for a new assignment: what kafka-reassign-partitions.sh writes.
+
+        ``/admin/reassign_partitions`` (version 1) is read by every ZooKeeper-mode controller,
+        0.8 to 3.x (KafkaController.onPartitionReassignment); the controller deletes it when
+        the reassignment is complete.
+        """
+        body = {
+            "version": 1,
+            "partitions": [{"topic": topic, "partition": partition, "replicas": replicas}],
+        }
+        self._zk.create("/admin/reassign_partitions", json.dumps(body).encode(), makepath=True)
+
+    def preferred_election(self, topic: str = TOPIC, partition: int = PARTITION) -> None:
+        """What kafka-preferred-replica-election.sh writes (every ZooKeeper-mode release).
+
+        The controller's PreferredReplicaPartitionLeaderSelector (3.x:
+        Election.leaderForPreferredReplica) elects the head of the assignment if it is live
+        and in the ISR, then deletes the znode.
+        """
+        body = {"version": 1, "partitions": [{"topic": topic, "partition": partition}]}
+        self._zk.create(
+            "/admin/preferred_replica_election", json.dumps(body).encode(), makepath=True
+        )
+
+    def admin_pending(self, what: str) -> bool:
+        """Whether ``/admin/<what>`` still waits for the controller."""
+        return bool(self._zk.exists(f"/admin/{what}"))
+
     def expire_registration(self, broker_id: int) -> bool:
         """Delete a dead broker's ephemeral registration, as session expiry would."""
         path = f"/brokers/ids/{broker_id}"

@@ -345,13 +345,30 @@ _PER_RUN_ROWS = [
 ]  # fmt: skip
 
 
-def per_run(by_offset: Any, writes: Any) -> Any:
+def write_groups(writes: Any) -> Any:
+    """Writes per (run, source, lost_step, lost_event): acknowledged, and those lost.
+
+    A few rows per run; both the per-run write measures and the loss causes are summed from
+    it, in one job, so the write rows are read and shuffled once.
+    """
+    from pyspark.sql import functions as F
+
+    acked = F.coalesce(F.col("acked"), F.lit(False))
+    lost = F.coalesce(F.col("lost"), F.lit(False))
+    return writes.groupBy(
+        F.xxhash64("run_id").alias("run_h"), "source", "lost_step", "lost_event"
+    ).agg(
+        F.sum(acked.cast("long")).alias("acked"),
+        F.sum((acked & lost).cast("long")).alias("lost_acked"),
+    )
+
+
+def per_run(by_offset: Any, wgroups: Any) -> Any:
     """One row per run that has rows: the per-run measures, keyed by ``run_h``.
 
-    The replica side (one row per run and offset) and the write side (one row per run,
-    after its own map-side partial aggregation) are stacked and summed per run in one
-    aggregation; a run's ``run_h`` is the 64-bit xxhash of its ``run_id`` (two run ids of
-    one input would have to collide, ~n^2/2^65).
+    The replica side (one row per run and offset) and the write side (:func:`write_groups`)
+    are stacked and summed per run in one aggregation; a run's ``run_h`` is the 64-bit
+    xxhash of its ``run_id`` (two run ids of one input would have to collide, ~n^2/2^65).
     """
     from pyspark.sql import functions as F
 
@@ -361,14 +378,19 @@ def per_run(by_offset: Any, writes: Any) -> Any:
         *[F.col(c).cast("long").alias(c) for c in ("div_p", "div_o", "mm", "em", "has_obs")],
         *[zero.alias(c) for c in _PER_RUN_ROWS[5:]],
     )
-    obs = F.col("source") == "observed"
-    wagg = writes.groupBy(F.xxhash64("run_id").alias("run_h")).agg(
+    source = F.col("source")
+    wrows = wgroups.select(
+        "run_h",
         *[zero.alias(c) for c in _PER_RUN_ROWS[:5]],
-        *_write_measures(F),
-        F.max(obs.cast("long")).alias("obs_writes"),
+        *[
+            F.when(source == src, F.col(col)).otherwise(zero).alias(f"{measure}_{src}")
+            for src in ("predicted", "observed")
+            for measure, col in (("writes_acked", "acked"), ("acked_lost", "lost_acked"))
+        ],
+        F.coalesce((source == "observed").cast("long"), zero).alias("obs_writes"),
     )
     return (
-        rep.unionByName(wagg)
+        rep.unionByName(wrows)
         .groupBy("run_h")
         .agg(
             F.sum("div_p").alias("divergent_offsets_predicted"),
@@ -380,17 +402,6 @@ def per_run(by_offset: Any, writes: Any) -> Any:
             F.max("obs_writes").alias("obs_writes"),
         )
     )
-
-
-def _write_measures(F: Any) -> list[Any]:
-    """Acknowledged and lost-acknowledged writes per source, as aggregate expressions."""
-    lost_acked = F.col("acked") & F.col("lost")
-    out = []
-    for src in ("predicted", "observed"):
-        mine = F.col("source") == src
-        out.append(F.sum((mine & F.col("acked")).cast("long")).alias(f"writes_acked_{src}"))
-        out.append(F.sum((mine & lost_acked).cast("long")).alias(f"acked_lost_{src}"))
-    return out
 
 
 def derived(runs: Any, measures: Any) -> Any:
@@ -453,28 +464,27 @@ def summarise(
         by_offset = _positions_by_offset(replicas, names or [])
     else:
         by_offset = _positions_by_replica(replicas, sizing.partitions)
-    metrics = derived(runs, per_run(by_offset, writes))
+    wgroups = write_groups(writes)
+    metrics = derived(runs, per_run(by_offset, wgroups))
     sums = [F.sum(m).cast("long").alias(m) for m in MEASURES]
     grouped = metrics.groupingSets(
         [list(CONFIG_KEYS), list(SCENARIO_KEYS)], *CONFIG_KEYS, "scenario"
-    ).agg(F.grouping_id().alias("gid"), *sums)
-    both = _pandas(grouped)
-    out: dict[str, pd.DataFrame] = {}
-    out["by_config"] = normalise(
-        both[both["gid"] == _gid(CONFIG_KEYS)][[*CONFIG_KEYS, *MEASURES]], CONFIG_KEYS
-    )
-    out["by_scenario_version"] = normalise(
-        both[both["gid"] == _gid(SCENARIO_KEYS)][[*SCENARIO_KEYS, *MEASURES]], SCENARIO_KEYS
-    )
+    ).agg(F.grouping_id().cast("int").alias("gid"), *sums)
     causes = (
-        writes.where(F.col("acked") & F.col("lost"))
-        .groupBy(F.xxhash64("run_id").alias("run_h"), "source", "lost_step", "lost_event")
-        .agg(F.count(F.lit(1)).alias("lost_writes"))
+        wgroups.where(F.col("lost_acked") > 0)
         .join(F.broadcast(runs.select("run_h", "scenario", "version", "protocol")), "run_h")
         .groupBy(*CAUSE_KEYS)
-        .agg(F.sum("lost_writes").cast("long").alias("lost_writes"))
+        .agg(F.sum("lost_acked").cast("long").alias("lost_writes"))
+        .withColumn("gid", F.lit(-1))
     )
-    out["loss_causes"] = normalise(_pandas(causes)[[*CAUSE_KEYS, "lost_writes"]], CAUSE_KEYS)
+    # One job for the three tables: the write groups feed two branches, and Spark reuses
+    # the one exchange that computes them.
+    both = _pandas(grouped.unionByName(causes, allowMissingColumns=True))
+    out: dict[str, pd.DataFrame] = {}
+    for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario_version", SCENARIO_KEYS)):
+        out[name] = normalise(both[both["gid"] == _gid(keys)][[*keys, *MEASURES]], keys)
+    cause_rows = both[both["gid"] == -1][[*CAUSE_KEYS, "lost_writes"]]
+    out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
     return out
 
 

@@ -5,23 +5,36 @@ grows past what one pandas process holds comfortably, and the same job then runs
 cluster unchanged (``--master``). Locally it runs as ``local[2]`` with a small driver, which
 is what this 2-core machine has.
 
-Shape of the job: run metadata is small (one row per run) and joins as a broadcast, which
-also swaps each row's ``run_id`` string for a dense run number and drops rows of runs
-without metadata before anything moves. Replica rows are repartitioned by run number once;
-every later grouping is keyed by the run plus something, which that partitioning already
-satisfies, so the replica rows cross the network one time instead of once per grouping.
-Replica names and records travel as 64-bit hashes, so shuffled rows are fixed-width and every
-grouping is a hash aggregate over longs. The per-run measures (one row per run) are cached,
-since both summary tables are grouped from them, and only the grouped tables come back to
-the driver as pandas DataFrames. No Python runs per row: every step is a Catalyst expression.
+Shape of the job (one Spark job for the three tables, no Python per row, every step a
+Catalyst expression):
+
+* Run key: ``run_h = xxhash64(run_id)``, computed where the rows are read; the run metadata
+  (one row per run) joins only the per-run results, never the rows.
+* Replica rows: one aggregation per (run, offset), with a *slot* per replica name (the names
+  come from the Parquet dictionaries of the ``replica`` column, :func:`replica_names`): per
+  slot the predicted and observed record (a 64-bit hash) and leader epoch. Predicted and
+  observed are thus paired without a grouping per replica, and divergence is
+  ``least != greatest`` over the slots. A (run, offset) lives in one file, so the map-side
+  partial aggregation collapses a run's rows before the one big shuffle, which then moves
+  one row per (run, offset) instead of one per replica row. Above :data:`MAX_SLOTS`
+  replica names the job pairs per (run, replica, offset) instead, after partitioning by run
+  once (:func:`_positions_by_replica`).
+* Write rows: grouped per (run, source, lost_step, lost_event) once; the per-run write
+  measures and the loss causes are both summed from that, and Spark reuses its exchange.
+* Per run: replica and write sides stacked and summed by ``run_h``; joined to the metadata;
+  both summary tables from one aggregation with grouping sets; the loss causes unioned in,
+  so a single small result crosses to the driver (Arrow).
 
 Sizing (:func:`plan`): the row count comes from the Parquet footers (no scan). The shuffle
 gets one partition per :data:`ROWS_PER_PARTITION` rows (at least the cores', so both run),
-and adaptive execution coalesces what turns out small. Inputs of at most
-:data:`SMALL_ROWS` rows (a model-only matrix of hundreds of runs has a few thousand) take the
-fast path: the driver reads them with pyarrow and hands Spark one Arrow table per kind, and
-the plan runs in one shuffle partition. Opening hundreds of tiny files from tasks and
-scheduling dozens of near-empty tasks per stage is what a small matrix spent its time on.
+read tasks take at most about as many rows (their partial aggregation holds its groups in
+memory and must not fall back to sorting), and adaptive execution coalesces what turns out
+small. Inputs of at most :data:`SMALL_ROWS` rows (a model-only matrix of hundreds of runs
+has a few thousand) take the fast path: the driver reads them with pyarrow and hands Spark
+one Arrow table per kind, and the plan runs interpreted in one partition; the CLI also
+starts the JVM with its quick compiler only for them (:func:`session`). Opening hundreds of
+tiny files from tasks, scheduling near-empty tasks and JIT-compiling is what a small
+matrix spent its time on.
 """
 
 from __future__ import annotations

@@ -183,6 +183,10 @@ def _confs(sizing: Plan) -> dict[str, str]:
     the small path interprets a fixed single-partition plan.
     """
     return {
+        # No Janino compilation of expressions either on the small path: on a fresh JVM,
+        # compiling each projection costs more than evaluating it over a few thousand rows.
+        # (An internal setting, read when each plan is built; FALLBACK is Spark's default.)
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN" if sizing.small else "FALLBACK",
         "spark.sql.shuffle.partitions": str(sizing.partitions),
         "spark.sql.codegen.wholeStage": str(not sizing.small).lower(),
         "spark.sql.adaptive.enabled": str(not sizing.small).lower(),

@@ -488,7 +488,10 @@ def summarise(
         [list(CONFIG_KEYS), list(SCENARIO_KEYS)], *CONFIG_KEYS, "scenario"
     ).agg(F.grouping_id().cast("int").alias("gid"), *sums)
     causes = (
-        wgroups.where(F.col("lost_acked") > 0)
+        # ``acked >= lost_acked`` always holds; naming ``acked`` keeps this branch's write
+        # groups identical to the per-run branch's (else column pruning drops that sum
+        # here), so Spark computes them once and reuses the exchange.
+        wgroups.where((F.col("lost_acked") > 0) & (F.col("acked") >= F.col("lost_acked")))
         .join(F.broadcast(runs.select("run_h", "scenario", "version", "protocol")), "run_h")
         .groupBy(*CAUSE_KEYS)
         .agg(F.sum("lost_acked").cast("long").alias("lost_writes"))

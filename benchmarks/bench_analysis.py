@@ -12,9 +12,11 @@ Targets (issue 13): Spark <= pandas wall time at ~10 M rows in the same run; the
 Spark within this machine's memory. Wall time on a shared machine depends on the load, so
 the CPU seconds each engine used (Spark: its JVM; pandas: its process) are printed too.
 
-Order: one Spark session; the matrix first (the first query of a fresh JVM, then again);
-then the 10 M set twice (first pass includes the JVM's warm-up on large stages); session
-stopped; pandas on the same set.
+Order: the matrix in a child process on a session started as ``hwchaos analyze`` starts
+one for a small input (first query of that session, then again); one Spark session for the
+10 M set, run twice ("cold" includes the JVM compiling the job's generated code, "warm" is
+the second pass); session stopped; pandas on the same Parquet files, and the tables of both
+compared.
 
 Run: .venv/bin/python benchmarks/bench_analysis.py [--runs N] [--master URL]
 [--scale-rows 200000000] (or HWCHAOS_BENCH_SCALE_ROWS): the scale run writes its set in

@@ -232,6 +232,28 @@ def test_rows_of_runs_without_metadata_are_ignored(tmp_path: Path, spark: Any) -
         assert s["by_config"]["runs"].sum() == len(kept) < gen.spec.runs
 
 
+@pytest.mark.parametrize("small_rows", [None, 0], ids=["driver-arrow", "files"])
+def test_pairing_by_replica_equals_slots(
+    tmp_path: Path, spark: Any, small_rows: int | None
+) -> None:
+    """The fallback for inputs with many replica names gives the same tables as the slots."""
+    tiny(tmp_path / "tiny")
+    generate(tmp_path / "set", Spec(runs=400, replicas=4, offsets=5, chunk_runs=150,
+                                    mismatch_rate=0.1, epoch_mismatch_rate=0.1))  # fmt: skip
+    for root in (tmp_path / "tiny", tmp_path / "set"):
+        slots = spark_job.summarise(root, spark, small_rows)
+        pairs = spark_job.summarise(root, spark, small_rows, slots=False)
+        assert_same(slots, pairs)
+        assert_same(pairs, pandas_job.summarise(root))
+
+
+def test_replica_names_from_parquet_dictionaries(tmp_path: Path) -> None:
+    generate(tmp_path, Spec(runs=60, replicas=4, offsets=3, chunk_runs=25))
+    _, files = locate(tmp_path)
+    assert spark_job.replica_names(files["replicas"]) == ["A", "B", "C", "D"]
+    assert spark_job.replica_names(files["replicas"], limit=3) is None
+
+
 def test_plan_sizes_the_shuffle_to_the_input(tmp_path: Path) -> None:
     generate(tmp_path, Spec(runs=100, offsets=5, chunk_runs=40))
     _, files = locate(tmp_path)
@@ -239,6 +261,7 @@ def test_plan_sizes_the_shuffle_to_the_input(tmp_path: Path) -> None:
     assert small.small and small.partitions == 1 and small.rows > 0
     big = spark_job.plan(files, parallelism=2, small_rows=0)
     assert not big.small and big.partitions == 2  # at least one per core
+    assert big.split_bytes >= 1 << 20
     many = spark_job.plan(files, parallelism=2, small_rows=0, rows_per_partition=100)
     assert many.partitions == -(-many.rows // 100)
 

@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             from harness.analysis import spark_job
 
             _progress(t0, f"starting Spark ({args.master})")
-            spark = spark_job.session(args.master)
+            small = spark_job.plan(files, 2).small
+            spark = spark_job.session(args.master, small=small)
             try:
                 _progress(t0, "computing tables on Spark")
                 tables = spark_job.analyze(root, out, spark)

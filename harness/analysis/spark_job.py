@@ -5,23 +5,36 @@ grows past what one pandas process holds comfortably, and the same job then runs
 cluster unchanged (``--master``). Locally it runs as ``local[2]`` with a small driver, which
 is what this 2-core machine has.
 
-Shape of the job: run metadata is small (one row per run) and joins as a broadcast, which
-also swaps each row's ``run_id`` string for a dense run number and drops rows of runs
-without metadata before anything moves. Replica rows are repartitioned by run number once;
-every later grouping is keyed by the run plus something, which that partitioning already
-satisfies, so the replica rows cross the network one time instead of once per grouping.
-Replica names and records travel as 64-bit hashes, so shuffled rows are fixed-width and every
-grouping is a hash aggregate over longs. The per-run measures (one row per run) are cached,
-since both summary tables are grouped from them, and only the grouped tables come back to
-the driver as pandas DataFrames. No Python runs per row: every step is a Catalyst expression.
+Shape of the job (one Spark job for the three tables, no Python per row, every step a
+Catalyst expression):
+
+* Run key: ``run_h = xxhash64(run_id)``, computed where the rows are read; the run metadata
+  (one row per run) joins only the per-run results, never the rows.
+* Replica rows: one aggregation per (run, offset), with a *slot* per replica name (the names
+  come from the Parquet dictionaries of the ``replica`` column, :func:`replica_names`): per
+  slot the predicted and observed record (a 64-bit hash) and leader epoch. Predicted and
+  observed are thus paired without a grouping per replica, and divergence is
+  ``least != greatest`` over the slots. A (run, offset) lives in one file, so the map-side
+  partial aggregation collapses a run's rows before the one big shuffle, which then moves
+  one row per (run, offset) instead of one per replica row. Above :data:`MAX_SLOTS`
+  replica names the job pairs per (run, replica, offset) instead, after partitioning by run
+  once (:func:`_positions_by_replica`).
+* Write rows: grouped per (run, source, lost_step, lost_event) once; the per-run write
+  measures and the loss causes are both summed from that, and Spark reuses its exchange.
+* Per run: replica and write sides stacked and summed by ``run_h``; joined to the metadata;
+  both summary tables from one aggregation with grouping sets; the loss causes unioned in,
+  so a single small result crosses to the driver (Arrow).
 
 Sizing (:func:`plan`): the row count comes from the Parquet footers (no scan). The shuffle
 gets one partition per :data:`ROWS_PER_PARTITION` rows (at least the cores', so both run),
-and adaptive execution coalesces what turns out small. Inputs of at most
-:data:`SMALL_ROWS` rows (a model-only matrix of hundreds of runs has a few thousand) take the
-fast path: the driver reads them with pyarrow and hands Spark one Arrow table per kind, and
-the plan runs in one shuffle partition. Opening hundreds of tiny files from tasks and
-scheduling dozens of near-empty tasks per stage is what a small matrix spent its time on.
+read tasks take at most about as many rows (their partial aggregation holds its groups in
+memory and must not fall back to sorting), and adaptive execution coalesces what turns out
+small. Inputs of at most :data:`SMALL_ROWS` rows (a model-only matrix of hundreds of runs
+has a few thousand) take the fast path: the driver reads them with pyarrow and hands Spark
+one Arrow table per kind, and the plan runs interpreted in one partition; the CLI also
+starts the JVM with its quick compiler only for them (:func:`session`). Opening hundreds of
+tiny files from tasks, scheduling near-empty tasks and JIT-compiling is what a small
+matrix spent its time on.
 """
 
 from __future__ import annotations
@@ -72,12 +85,19 @@ WRITES_DDL = (
 
 
 def session(
-    master: str = "local[2]", app: str = "hwchaos-analyze", driver_memory: str = "2g"
+    master: str = "local[2]",
+    app: str = "hwchaos-analyze",
+    driver_memory: str = "2g",
+    small: bool = False,
 ) -> Any:
     """A quiet SparkSession sized for this machine: no UI, adaptive execution, ERROR logs.
 
     The driver JVM is started here, so driver memory and the log configuration take effect;
-    if a session already exists in this process it is returned as is.
+    if a session already exists in this process it is returned as is. ``small``: the
+    session will only see small inputs (the CLI knows before starting it), so the JVM
+    compiles hot code with its quick compiler only (C1): for a few thousand rows the
+    optimising compiler's own CPU time is most of a first query, and its faster code is
+    never paid back.
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
@@ -89,11 +109,14 @@ def session(
         log4j.write_text(_LOG4J)
     from pyspark.sql import SparkSession
 
+    java_opts = [f"-Dlog4j2.configurationFile=file:{log4j}"]
+    if small:
+        java_opts.append("-XX:TieredStopAtLevel=1")
     spark = (
         SparkSession.builder.master(master)
         .appName(app)
         .config("spark.driver.memory", driver_memory)
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
+        .config("spark.driver.extraJavaOptions", " ".join(java_opts))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
@@ -118,6 +141,8 @@ def session(
 
 SMALL_ROWS = int(os.environ.get("HWCHAOS_SPARK_SMALL_ROWS", "1000000"))
 ROWS_PER_PARTITION = 1_500_000
+# Replica names up to which the per-run aggregation keeps one slot per replica.
+MAX_SLOTS = 8
 
 
 @dataclass(frozen=True)
@@ -127,6 +152,7 @@ class Plan:
     rows: int  # replica plus write rows, from the Parquet footers
     small: bool  # read on the driver into Arrow, one shuffle partition
     partitions: int  # shuffle partitions before adaptive coalescing
+    split_bytes: int  # most Parquet bytes one read task takes
 
 
 def plan(
@@ -138,35 +164,48 @@ def plan(
     """The read and shuffle sizing for ``files``, from their footers' row counts."""
     import pyarrow.parquet as pq
 
-    rows = sum(pq.read_metadata(f).num_rows for fs in files.values() for f in fs)
+    metas = [pq.read_metadata(f) for fs in files.values() for f in fs]
+    rows = sum(m.num_rows for m in metas)
+    size = sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
     small = rows <= (SMALL_ROWS if small_rows is None else small_rows)
     parts = 1 if small else max(parallelism, -(-rows // rows_per_partition))
-    return Plan(rows, small, parts)
+    # A read task's partial aggregation holds every (run, offset) group of its rows in memory:
+    # bound the rows per task, so it never falls back to sorting.
+    split = max(1 << 20, size * rows_per_partition // max(rows, 1))
+    return Plan(rows, small, parts, split)
 
 
-def _small_confs(small: bool) -> dict[str, str]:
-    """Session settings that differ between the small path and the files path.
+def _confs(sizing: Plan) -> dict[str, str]:
+    """Session settings for one input, set before its plan is built.
 
     For a few thousand rows, compiling each stage to Java (whole-stage code generation) and
     re-planning after every shuffle (adaptive execution) cost more than running the plan:
     the small path interprets a fixed single-partition plan.
     """
     return {
-        "spark.sql.codegen.wholeStage": str(not small).lower(),
-        "spark.sql.adaptive.enabled": str(not small).lower(),
+        # No Janino compilation of expressions either on the small path: on a fresh JVM,
+        # compiling each projection costs more than evaluating it over a few thousand rows.
+        # (An internal setting, read when each plan is built; FALLBACK is Spark's default.)
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN" if sizing.small else "FALLBACK",
+        "spark.sql.shuffle.partitions": str(sizing.partitions),
+        "spark.sql.codegen.wholeStage": str(not sizing.small).lower(),
+        "spark.sql.adaptive.enabled": str(not sizing.small).lower(),
+        "spark.sql.files.maxPartitionBytes": str(sizing.split_bytes),
+        "spark.sql.files.openCostInBytes": str(min(sizing.split_bytes // 8, 4 << 20)),
     }
 
 
-def _read(spark: Any, files: list[str], ddl: str, small: bool) -> Any:
+def _read(spark: Any, files: list[str], ddl: str, small: bool) -> tuple[Any, Any]:
     """The given Parquet files with an explicit schema (no inference pass over footers).
 
     Small inputs are read here, on the driver, with pyarrow and handed over as one Arrow
-    table: no task per file, no file listing.
+    table: no task per file, no file listing. Returns the DataFrame and, on that path, the
+    Arrow table (None otherwise), from which the replica names are taken without a scan.
     """
     if not files:
-        return spark.createDataFrame([], ddl)
+        return spark.createDataFrame([], ddl), None
     if not small:
-        return spark.read.schema(ddl).parquet(*files)
+        return spark.read.schema(ddl).parquet(*files), None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -175,47 +214,133 @@ def _read(spark: Any, files: list[str], ddl: str, small: bool) -> Any:
     tables = [pq.read_table(f, columns=cols).replace_schema_metadata() for f in files]
     # One chunk, no empty ones: Spark's Arrow hand-over stops at an empty record batch.
     table = pa.concat_tables([t for t in tables if t.num_rows] or tables[:1]).combine_chunks()
-    return spark.createDataFrame(table, schema)
+    return spark.createDataFrame(table, schema), table
 
 
-def per_run(runs: Any, replicas: Any, writes: Any) -> Any:
-    """One row per run of ``runs`` with the per-run measures (0 where a run has no rows).
+def replica_names(files: list[str], table: Any = None, limit: int = MAX_SLOTS) -> list[str] | None:
+    """The distinct replica names of the input, sorted; None when there are more than ``limit``.
 
-    ``runs`` carries a dense ``run_no`` per ``run_id``; joining it as a broadcast first puts
-    that number on every row (and drops rows of runs without metadata) before the shuffle.
+    Read from the Parquet dictionaries of the ``replica`` column (pyarrow decodes only the
+    small integer indices), or from the Arrow table the small path already holds. A broker
+    cluster has a handful of replicas, so this is a few names; the per-run aggregation then
+    keeps one slot per name (see :func:`per_run`).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    names: set[str] = set()
+    if table is not None:
+        names.update(pc.unique(table.column("replica")).to_pylist())
+    else:
+        for f in files:
+            col = pq.read_table(f, columns=["replica"], read_dictionary=["replica"]).column(0)
+            for chunk in col.chunks:
+                if isinstance(chunk, pa.DictionaryArray):
+                    chunk = chunk.dictionary
+                names.update(pc.unique(chunk).to_pylist())
+            if len(names) > limit:
+                return None
+    names.discard(None)
+    return sorted(names) if len(names) <= limit else None
+
+
+def _positions_by_offset(replicas: Any, names: list[str]) -> Any:
+    """Per (run, offset): divergence per source, model and epoch mismatch, observed rows.
+
+    One aggregation over the replica rows, with the replicas as slots: for replica ``k``
+    the aggregate keeps the predicted and the observed record (as a 64-bit hash) and leader
+    epoch at this offset, so predicted and observed are paired without grouping by replica
+    first. Each (run, offset) group lives in one file, so the map-side partial aggregation
+    already collapses the rows to one per group before anything is shuffled.
     """
     from pyspark.sql import functions as F
 
-    ids = F.broadcast(runs.select("run_id", "run_no"))
+    slot = F.lit(None).cast("int")
+    for k, name in reversed(list(enumerate(names))):
+        slot = F.when(F.col("replica") == name, F.lit(k)).otherwise(slot)
+    rows = replicas.select(
+        F.xxhash64("run_id").alias("run_h"),
+        "offset",
+        (F.col("source") == "predicted").alias("pred"),
+        (F.col("source") == "observed").alias("obs"),
+        slot.alias("slot"),
+        # Records compared by their 64-bit xxhash: fixed-width aggregation buffers. Two
+        # different records of one offset of one run would have to collide (~1e-19).
+        F.xxhash64("record").alias("rec"),
+        "epoch",
+    )
+    pred, obs, rec = F.col("pred"), F.col("obs"), F.col("rec")
+    aggs = []
+    for k in range(len(names)):
+        mine = F.col("slot") == k
+        aggs += [
+            F.max(F.when(pred & mine, rec)).alias(f"rp{k}"),
+            F.max(F.when(obs & mine, rec)).alias(f"ro{k}"),
+            F.max(F.when(pred & mine, F.col("epoch"))).alias(f"ep{k}"),
+            F.max(F.when(obs & mine, F.col("epoch"))).alias(f"eo{k}"),
+        ]
+    g = rows.groupBy("run_h", "offset").agg(*aggs) if names else rows.select("run_h")
+    mm = F.lit(False)
+    em = F.lit(False)
+    for k in range(len(names)):
+        rp, ro, ep, eo = (F.col(f"{c}{k}") for c in ("rp", "ro", "ep", "eo"))
+        mm = mm | ~rp.eqNullSafe(ro)
+        em = em | F.coalesce((rp == ro) & (ep >= 0) & (eo >= 0) & (ep != eo), F.lit(False))
+
+    def differ(side: str) -> Any:
+        """Two replicas hold different records here: least != greatest (both skip nulls)."""
+        if len(names) < 2:
+            return F.lit(0)
+        cols = [F.col(f"{side}{k}") for k in range(len(names))]
+        return F.coalesce((F.least(*cols) != F.greatest(*cols)).cast("int"), F.lit(0))
+
+    observed = F.lit(False)
+    for k in range(len(names)):
+        observed = observed | F.col(f"ro{k}").isNotNull()
+    return g.select(
+        "run_h",
+        differ("rp").alias("div_p"),
+        differ("ro").alias("div_o"),
+        mm.cast("int").alias("mm"),
+        em.cast("int").alias("em"),
+        observed.cast("int").alias("has_obs"),
+    )
+
+
+def _positions_by_replica(replicas: Any, partitions: int) -> Any:
+    """The same per (run, offset) columns for inputs with many replica names (no slots).
+
+    Pairs predicted and observed per (run, replica, offset) first. The rows are partitioned
+    by run once, and both groupings below are keyed by the run plus something, so they
+    need no further shuffle; slower than the slots, which is why it is only the fallback.
+    """
+    from pyspark.sql import functions as F
+
     pred = F.col("pred")
     positions = (
-        replicas.join(ids, "run_id")
-        .select(
-            "run_no",
-            # Records and replica names are compared by their 64-bit xxhash: aggregates
-            # over longs run as hash aggregates over fixed-width rows, over strings Spark
-            # falls back to sorting. Two different records of one offset of one run would
-            # have to collide (~1e-19).
+        replicas.select(
+            F.xxhash64("run_id").alias("run_h"),
             F.xxhash64("replica").alias("replica"),
             "offset",
             "epoch",
             (F.col("source") == "predicted").alias("pred"),
+            (F.col("source") == "observed").alias("obs"),
             F.xxhash64("record").alias("record"),
         )
-        .repartition("run_no")
-        .groupBy("run_no", "replica", "offset")
+        .repartition(partitions, "run_h")
+        .groupBy("run_h", "replica", "offset")
         .agg(
             F.max(F.when(pred, F.col("record"))).alias("rp"),
-            F.max(F.when(~pred, F.col("record"))).alias("ro"),
+            F.max(F.when(F.col("obs"), F.col("record"))).alias("ro"),
             F.max(F.when(pred, F.col("epoch"))).alias("ep"),
-            F.max(F.when(~pred, F.col("epoch"))).alias("eo"),
+            F.max(F.when(F.col("obs"), F.col("epoch"))).alias("eo"),
         )
     )
     both = F.col("rp").isNotNull() & F.col("ro").isNotNull()
-    offsets = positions.groupBy("run_no", "offset").agg(
-        # countDistinct(record) > 1 is min != max: one pass, no Expand of the rows per source
-        (F.min("rp") != F.max("rp")).cast("long").alias("div_p"),
-        (F.min("ro") != F.max("ro")).cast("long").alias("div_o"),
+    return positions.groupBy("run_h", "offset").agg(
+        F.coalesce((F.min("rp") != F.max("rp")).cast("int"), F.lit(0)).alias("div_p"),
+        F.coalesce((F.min("ro") != F.max("ro")).cast("int"), F.lit(0)).alias("div_o"),
         F.max((~F.col("rp").eqNullSafe(F.col("ro"))).cast("int")).alias("mm"),
         F.max(
             (
@@ -228,93 +353,168 @@ def per_run(runs: Any, replicas: Any, writes: Any) -> Any:
         ).alias("em"),
         F.max(F.col("ro").isNotNull().cast("int")).alias("has_obs"),
     )
-    rep = offsets.groupBy("run_no").agg(
-        F.sum(F.coalesce("div_p", F.lit(0))).alias("divergent_offsets_predicted"),
-        F.sum(F.coalesce("div_o", F.lit(0))).alias("divergent_offsets_observed"),
-        F.max("mm").alias("mm"),
-        F.max("em").alias("em"),
-        F.max("has_obs").alias("obs_replicas"),
-    )
-    obs = F.col("source") == "observed"
-    wagg = (
-        writes.join(ids, "run_id")
-        .groupBy("run_no")
-        .agg(*_write_measures(F), F.max(obs.cast("int")).alias("obs_writes"))
-    )
-    played = F.greatest(
-        F.coalesce("obs_replicas", F.lit(0)), F.coalesce("obs_writes", F.lit(0))
-    ).cast("long")
-    return (
-        runs.join(rep, "run_no", "left")
-        .join(wagg, "run_no", "left")
-        .withColumn("runs_played", played)
-        # A model-only run has nothing observed to mismatch: its missing rows are not a diff.
-        .withColumn("model_mismatches", (F.coalesce("mm", F.lit(0)) * played).cast("long"))
-        .withColumn("epoch_mismatches", (F.coalesce("em", F.lit(0)) * played).cast("long"))
-        .drop("mm", "em", "obs_replicas", "obs_writes")
-        .fillna(0)
-    )
 
 
-def _write_measures(F: Any) -> list[Any]:
-    """Acknowledged and lost-acknowledged writes per source, as aggregate expressions."""
-    lost_acked = F.col("acked") & F.col("lost")
-    out = []
-    for src in ("predicted", "observed"):
-        mine = F.col("source") == src
-        out.append(F.sum((mine & F.col("acked")).cast("long")).alias(f"writes_acked_{src}"))
-        out.append(F.sum((mine & lost_acked).cast("long")).alias(f"acked_lost_{src}"))
-    return out
+_PER_RUN_ROWS = [
+    "div_p", "div_o", "mm", "em", "has_obs",
+    "writes_acked_predicted", "acked_lost_predicted",
+    "writes_acked_observed", "acked_lost_observed", "obs_writes",
+]  # fmt: skip
 
 
-def derived(metrics: Any) -> Any:
-    """The evidence columns: observed figures for played runs, predicted for the others."""
+def write_groups(writes: Any) -> Any:
+    """Writes per (run, source, lost_step, lost_event): acknowledged, and those lost.
+
+    A few rows per run; both the per-run write measures and the loss causes are summed from
+    it, in one job, so the write rows are read and shuffled once.
+    """
     from pyspark.sql import functions as F
 
-    played = F.col("runs_played") > 0
-    for m in ("writes_acked", "acked_lost", "divergent_offsets"):
-        metrics = metrics.withColumn(
-            m, F.when(played, F.col(f"{m}_observed")).otherwise(F.col(f"{m}_predicted"))
-        )
-    return metrics.withColumn("runs", F.lit(1)).withColumn(
-        "acked_lost_predicted_played",
-        F.when(played, F.col("acked_lost_predicted")).otherwise(F.lit(0)),
+    acked = F.coalesce(F.col("acked"), F.lit(False))
+    lost = F.coalesce(F.col("lost"), F.lit(False))
+    return writes.groupBy(
+        F.xxhash64("run_id").alias("run_h"), "source", "lost_step", "lost_event"
+    ).agg(
+        F.sum(acked.cast("long")).alias("acked"),
+        F.sum((acked & lost).cast("long")).alias("lost_acked"),
     )
 
 
-def summarise(root: Path, spark: Any, small_rows: int | None = None) -> dict[str, pd.DataFrame]:
+def per_run(by_offset: Any, wgroups: Any) -> Any:
+    """One row per run that has rows: the per-run measures, keyed by ``run_h``.
+
+    The replica side (one row per run and offset) and the write side (:func:`write_groups`)
+    are stacked and summed per run in one aggregation; a run's ``run_h`` is the 64-bit
+    xxhash of its ``run_id`` (two run ids of one input would have to collide, ~n^2/2^65).
+    """
+    from pyspark.sql import functions as F
+
+    zero = F.lit(0).cast("long")
+    rep = by_offset.select(
+        "run_h",
+        *[F.col(c).cast("long").alias(c) for c in ("div_p", "div_o", "mm", "em", "has_obs")],
+        *[zero.alias(c) for c in _PER_RUN_ROWS[5:]],
+    )
+    source = F.col("source")
+    wrows = wgroups.select(
+        "run_h",
+        *[zero.alias(c) for c in _PER_RUN_ROWS[:5]],
+        *[
+            F.when(source == src, F.col(col)).otherwise(zero).alias(f"{measure}_{src}")
+            for src in ("predicted", "observed")
+            for measure, col in (("writes_acked", "acked"), ("acked_lost", "lost_acked"))
+        ],
+        F.coalesce((source == "observed").cast("long"), zero).alias("obs_writes"),
+    )
+    return (
+        rep.unionByName(wrows)
+        .groupBy("run_h")
+        .agg(
+            F.sum("div_p").alias("divergent_offsets_predicted"),
+            F.sum("div_o").alias("divergent_offsets_observed"),
+            F.max("mm").alias("mm"),
+            F.max("em").alias("em"),
+            F.max("has_obs").alias("obs_replicas"),
+            *[F.sum(c).alias(c) for c in _PER_RUN_ROWS[5:9]],
+            F.max("obs_writes").alias("obs_writes"),
+        )
+    )
+
+
+def derived(runs: Any, measures: Any) -> Any:
+    """Every run of ``runs`` with :data:`MEASURES` (0 where a run has no rows).
+
+    The evidence columns: observed figures for played runs, predicted for the others. A
+    model-only run has nothing observed to mismatch: its missing rows are not a diff.
+    """
+    from pyspark.sql import functions as F
+
+    m = runs.join(measures, "run_h", "left").fillna(0)
+    played = F.greatest(F.col("obs_replicas"), F.col("obs_writes")).cast("long")
+    m = m.select(
+        *[F.col(c) for c in (*CONFIG_KEYS, "scenario")],
+        F.lit(1).cast("long").alias("runs"),
+        played.alias("runs_played"),
+        (F.col("mm") * played).alias("model_mismatches"),
+        (F.col("em") * played).alias("epoch_mismatches"),
+        *[
+            F.col(f"{m}_{s}")
+            for m in ("writes_acked", "acked_lost", "divergent_offsets")
+            for s in ("predicted", "observed")
+        ],
+    )
+    is_played = F.col("runs_played") > 0
+    for c in ("writes_acked", "acked_lost", "divergent_offsets"):
+        m = m.withColumn(
+            c, F.when(is_played, F.col(f"{c}_observed")).otherwise(F.col(f"{c}_predicted"))
+        )
+    return m.withColumn(
+        "acked_lost_predicted_played",
+        F.when(is_played, F.col("acked_lost_predicted")).otherwise(F.lit(0).cast("long")),
+    )
+
+
+def summarise(
+    root: Path, spark: Any, small_rows: int | None = None, slots: bool = True
+) -> dict[str, pd.DataFrame]:
     """The three summary tables of ``root`` (see :mod:`harness.analysis.common`).
 
     ``small_rows`` overrides :data:`SMALL_ROWS`, the size up to which the driver reads the
-    input itself (0: always let the executors read the files).
+    input itself (0: always let the executors read the files); ``slots=False`` forces the
+    pairing by replica that inputs with more than :data:`MAX_SLOTS` replica names take.
+    Two Spark jobs: both summary tables from one aggregation with grouping sets, and the
+    loss causes.
     """
     from pyspark.sql import functions as F
 
     runs_pd, files = locate(root)
     sizing = plan(files, spark.sparkContext.defaultParallelism, small_rows)
-    spark.conf.set("spark.sql.shuffle.partitions", str(sizing.partitions))
-    for key, value in _small_confs(sizing.small).items():
+    for key, value in _confs(sizing).items():
         spark.conf.set(key, value)
-    runs_pd = runs_pd[RUN_COLUMNS].assign(run_no=range(len(runs_pd)))
-    runs = F.broadcast(spark.createDataFrame(runs_pd, f"{RUNS_DDL}, run_no int"))
-    replicas = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small)
-    writes = _read(spark, files["writes"], WRITES_DDL, sizing.small)
-    metrics = derived(per_run(runs, replicas, writes)).cache()
-    try:
-        out: dict[str, pd.DataFrame] = {}
-        for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario_version", SCENARIO_KEYS)):
-            g = metrics.groupBy(*keys).agg(*[F.sum(m).cast("long").alias(m) for m in MEASURES])
-            out[name] = normalise(_pandas(g)[[*keys, *MEASURES]], keys)
-        causes = (
-            writes.where(F.col("acked") & F.col("lost"))
-            .join(runs.select("run_id", "scenario", "version", "protocol"), "run_id")
-            .groupBy(*CAUSE_KEYS)
-            .agg(F.count(F.lit(1)).alias("lost_writes"))
-        )
-        out["loss_causes"] = normalise(_pandas(causes)[[*CAUSE_KEYS, "lost_writes"]], CAUSE_KEYS)
-    finally:
-        metrics.unpersist()
+    runs = spark.createDataFrame(runs_pd[RUN_COLUMNS], RUNS_DDL).withColumn(
+        "run_h", F.xxhash64("run_id")
+    )
+    replicas, table = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small)
+    writes, _ = _read(spark, files["writes"], WRITES_DDL, sizing.small)
+    names = replica_names(files["replicas"], table) if slots and files["replicas"] else None
+    if names is not None or not files["replicas"]:
+        by_offset = _positions_by_offset(replicas, names or [])
+    else:
+        by_offset = _positions_by_replica(replicas, sizing.partitions)
+    wgroups = write_groups(writes)
+    metrics = derived(runs, per_run(by_offset, wgroups))
+    sums = [F.sum(m).cast("long").alias(m) for m in MEASURES]
+    grouped = metrics.groupingSets(
+        [list(CONFIG_KEYS), list(SCENARIO_KEYS)], *CONFIG_KEYS, "scenario"
+    ).agg(F.grouping_id().cast("int").alias("gid"), *sums)
+    causes = (
+        # ``acked >= lost_acked`` always holds; naming ``acked`` keeps this branch's write
+        # groups identical to the per-run branch's (else column pruning drops that sum
+        # here), so Spark computes them once and reuses the exchange.
+        wgroups.where((F.col("lost_acked") > 0) & (F.col("acked") >= F.col("lost_acked")))
+        .join(F.broadcast(runs.select("run_h", "scenario", "version", "protocol")), "run_h")
+        .groupBy(*CAUSE_KEYS)
+        .agg(F.sum("lost_acked").cast("long").alias("lost_writes"))
+        .withColumn("gid", F.lit(-1))
+    )
+    # One job for the three tables: the write groups feed two branches, and Spark reuses
+    # the one exchange that computes them.
+    both = _pandas(grouped.unionByName(causes, allowMissingColumns=True))
+    out: dict[str, pd.DataFrame] = {}
+    for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario_version", SCENARIO_KEYS)):
+        out[name] = normalise(both[both["gid"] == _gid(keys)][[*keys, *MEASURES]], keys)
+    cause_rows = both[both["gid"] == -1][[*CAUSE_KEYS, "lost_writes"]]
+    out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
     return out
+
+
+_GROUP_COLUMNS = [*CONFIG_KEYS, "scenario"]
+
+
+def _gid(keys: list[str]) -> int:
+    """The grouping_id() of the grouping set ``keys`` over :data:`_GROUP_COLUMNS`."""
+    n = len(_GROUP_COLUMNS)
+    return sum(1 << (n - 1 - i) for i, c in enumerate(_GROUP_COLUMNS) if c not in keys)
 
 
 def analyze(root: Path, out: Path, spark: Any) -> dict[str, pd.DataFrame]:

@@ -31,3 +31,12 @@ def test_kill_leftovers_ends_processes_of_a_killed_harness(tmp_path: Path) -> No
     assert proc.wait(timeout=10) != 0
     assert not (tmp_path / "pids.json").exists()
     assert kill_leftovers(tmp_path) == 0
+
+
+def test_free_port_never_hands_out_a_port_twice() -> None:
+    """The ports of a cluster are chosen before anything binds them; the kernel may offer a
+    just-released port again (a broker and ZooKeeper once got the same one)."""
+    from harness.db.local import free_port
+
+    ports = [free_port() for _ in range(300)]
+    assert len(set(ports)) == len(ports)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -39,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from harness.db import PARTITION, TOPIC, BrokerUnavailable, Cluster, TopicSpec
+from harness.db import PARTITION, TOPIC, Cluster, TopicSpec
 from harness.db.versions import CATALOGUE, KafkaVersion, resolve_version
 from harness.metadata import PartitionView
 from reference_model.generations import GENERATIONS, generation
@@ -141,15 +140,9 @@ def unavailable(version: KafkaVersion, backend: str) -> str | None:
 
         reason = docker_available()
         return reason if reason is not None else _missing_image(image_for(version))
-    if shutil.which("java") is None:
-        return "no java on PATH (Kafka brokers need a JRE; see `hwchaos doctor`)"
-    from harness.db.local import find_tree
+    from harness.db.local import local_unavailable
 
-    try:
-        find_tree(version)
-    except BrokerUnavailable as exc:
-        return f"{exc} (`hwchaos kafka install {version.release}` or set HWCHAOS_KAFKA_DISTS)"
-    return None
+    return local_unavailable(version)
 
 
 def _missing_image(image: str) -> str | None:

@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -72,6 +73,17 @@ def classpath(tree: Path) -> str:
         str(j) for j in (tree / "libs").glob("*.jar") if not j.name.endswith(_EXCLUDED_JARS)
     )
     return os.pathsep.join(jars)
+
+
+def local_unavailable(version: KafkaVersion) -> str | None:
+    """Why this machine cannot run ``version`` as local JVMs (one line), None if it can."""
+    if shutil.which("java") is None:
+        return "no java on PATH (Kafka brokers need a JRE; see `hwchaos doctor`)"
+    try:
+        find_tree(version)
+    except BrokerUnavailable as exc:
+        return f"{exc} (`hwchaos kafka install {version.release}` or set HWCHAOS_KAFKA_DISTS)"
+    return None
 
 
 _HANDED_OUT: set[int] = set()

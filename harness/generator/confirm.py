@@ -85,16 +85,9 @@ def unavailable(version: KafkaVersion, backend: str) -> str | None:
         from harness.db.containers import docker_available
 
         return docker_available()
-    if shutil.which("java") is None:
-        return "no java on PATH (Kafka brokers need a JRE; see `hwchaos doctor`)"
-    from harness.db import BrokerUnavailable
-    from harness.db.local import find_tree
+    from harness.db.local import local_unavailable
 
-    try:
-        find_tree(version)
-    except BrokerUnavailable as exc:
-        return f"{exc} (`hwchaos kafka install {version.release}` or set HWCHAOS_KAFKA_DISTS)"
-    return None
+    return local_unavailable(version)
 
 
 def model_verdict(scenario: Scenario, profile: str) -> ModelVerdict:

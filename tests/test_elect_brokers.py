@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +69,18 @@ def scenario(tmp_path: Path, text: str, name: str) -> Path:
     return path
 
 
+def play_text(tmp_path: Path, text: str, name: str, version: str, run: Path) -> Any:
+    """Play a scenario given as text on local JVMs of ``version`` into ``run``."""
+    return play(
+        load_scenario(scenario(tmp_path, text, name)),
+        resolve_version(version),
+        "local",
+        run,
+        "t",
+        lambda _m: None,
+    )
+
+
 def notes(run: Path) -> dict[int, list[str]]:
     return {o["step"]: o["notes"] for o in json.loads((run / "observations.json").read_text())}
 
@@ -77,14 +90,7 @@ def notes(run: Path) -> dict[int, list[str]]:
 def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) -> None:
     require(version)
     run = tmp_path / "run"
-    info, prediction, verdict = play(
-        load_scenario(scenario(tmp_path, ELECT_B, "elect-b")),
-        resolve_version(version),
-        "local",
-        run,
-        "t",
-        lambda _m: None,
-    )
+    info, prediction, verdict = play_text(tmp_path, ELECT_B, "elect-b", version, run)
     assert verdict is not None, info.extra.get("failure")
     assert prediction.prevented is None
     assert info.model_match, verdict.differences  # every replica's log as the model says
@@ -109,14 +115,7 @@ def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) 
     if reason is not None:
         pytest.skip(reason)
     run = tmp_path / "run"
-    info, prediction, verdict = play(
-        load_scenario(scenario(tmp_path, UNCLEAN_B, "elect-unclean")),
-        resolve_version(version),
-        "local",
-        run,
-        "t",
-        lambda _m: None,
-    )
+    info, prediction, verdict = play_text(tmp_path, UNCLEAN_B, "elect-unclean", version, run)
     assert verdict is not None, info.extra.get("failure")
     assert info.model_match, verdict.differences
     assert verdict.verdict == verdict_is

@@ -26,7 +26,9 @@ pytestmark = pytest.mark.spark
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    s = spark_job.session()
+    # No class archive: the tests leave nothing in the user's cache (test_spark_cds.py
+    # covers the archive, in a temp cache).
+    s = spark_job.session(cds=False)
     yield s
     s.stop()
 

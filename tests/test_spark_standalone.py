@@ -185,6 +185,8 @@ def test_analyze_on_standalone_cluster_equals_pandas(tmp_path: Path, cluster: Cl
         # Executors read the Parquet files themselves (no driver-side small-input path):
         # the path a cluster runs, and the one a second JVM could get wrong.
         "HWCHAOS_SPARK_SMALL_ROWS": "0",
+        # The driver's class archive is test_spark_cds.py's subject; none in the user's cache.
+        "HWCHAOS_SPARK_CDS": "0",
     }
     proc = subprocess.run(
         [sys.executable, "-m", "harness.cli", "analyze", str(data), "--master", cluster.url,

@@ -51,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
                 _progress(t0, "computing tables on Spark")
                 tables = spark_job.analyze(root, out, spark)
             finally:
-                spark.stop()
+                archive = spark_job.making_archive(spark)
+                if archive:
+                    _progress(t0, f"writing the JVM's class archive once: {archive}")
+                spark_job.stop(spark)
         else:
             from harness.analysis import pandas_job
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -46,10 +47,18 @@ def main(argv: list[str] | None = None) -> int:
 
             _progress(t0, f"starting Spark ({args.master})")
             small = spark_job.plan(files, 2).small
-            spark = spark_job.session(args.master, small=small)
+            # The JVM takes seconds to start; the input is read meanwhile (pure Python).
+            with ThreadPoolExecutor(1) as pool:
+                starting = pool.submit(spark_job.session, args.master, small=small)
+                try:
+                    inputs = spark_job.prepare(root)
+                except BaseException:
+                    spark_job.stop(starting.result())
+                    raise
+                spark = starting.result()
             try:
                 _progress(t0, "computing tables on Spark")
-                tables = spark_job.analyze(root, out, spark)
+                tables = spark_job.analyze(root, out, spark, inputs)
             finally:
                 archive = spark_job.making_archive(spark)
                 if archive:

@@ -116,10 +116,13 @@ def session(
     java_opts = [f"-Dlog4j2.configurationFile=file:{log4j}"]
     if small:
         java_opts.append("-XX:TieredStopAtLevel=1")
+    from pyspark import SparkContext
+
     if cds is None:
         cds = os.environ.get("HWCHAOS_SPARK_CDS", "1") != "0"
     archive = None
-    if cds:
+    # JVM options only count when this starts the process's JVM (a later session reuses it).
+    if cds and SparkContext._gateway is None:
         archive = ClassArchive.for_options([*java_opts, f"driver-memory={driver_memory}"])
     if archive is not None:
         java_opts += archive.java_options()
@@ -378,26 +381,63 @@ def _confs(sizing: Plan) -> dict[str, str]:
     }
 
 
-def _read(spark: Any, files: list[str], ddl: str, small: bool) -> tuple[Any, Any]:
-    """The given Parquet files with an explicit schema (no inference pass over footers).
+def _columns(ddl: str) -> list[str]:
+    """The column names of a ``name type, ...`` schema string."""
+    return [part.split()[0] for part in ddl.split(",")]
 
-    Small inputs are read here, on the driver, with pyarrow and handed over as one Arrow
-    table: no task per file, no file listing. Returns the DataFrame and, on that path, the
-    Arrow table (None otherwise), from which the replica names are taken without a scan.
+
+def _arrow(files: list[str], ddl: str) -> Any:
+    """The given Parquet files as one Arrow table of the DDL's columns (the small path).
+
+    Pure Python (pyarrow), no JVM: :func:`prepare` can run it while the JVM starts.
     """
-    if not files:
-        return spark.createDataFrame([], ddl), None
-    if not small:
-        return spark.read.schema(ddl).parquet(*files), None
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = spark.createDataFrame([], ddl).schema
-    cols = [f.name for f in schema.fields]
+    cols = _columns(ddl)
     tables = [pq.read_table(f, columns=cols).replace_schema_metadata() for f in files]
     # One chunk, no empty ones: Spark's Arrow hand-over stops at an empty record batch.
-    table = pa.concat_tables([t for t in tables if t.num_rows] or tables[:1]).combine_chunks()
-    return spark.createDataFrame(table, schema), table
+    return pa.concat_tables([t for t in tables if t.num_rows] or tables[:1]).combine_chunks()
+
+
+def _read(spark: Any, files: list[str], ddl: str, small: bool, table: Any = None) -> Any:
+    """The given Parquet files with an explicit schema (no inference pass over footers).
+
+    Small inputs are read on the driver with pyarrow (``table``, from :func:`prepare`) and
+    handed over as one Arrow table: no task per file, no file listing.
+    """
+    if not files:
+        return spark.createDataFrame([], ddl)
+    if not small:
+        return spark.read.schema(ddl).parquet(*files)
+    schema = spark.createDataFrame([], ddl).schema
+    return spark.createDataFrame(_arrow(files, ddl) if table is None else table, schema)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the driver learns from the input without Spark (:func:`prepare`)."""
+
+    runs: pd.DataFrame
+    files: dict[str, list[str]]
+    sizing: Plan  # with one core: :func:`summarise` re-plans a large input for the session's
+    replicas: Any  # Arrow tables on the small path, else None
+    writes: Any
+
+
+def prepare(root: Path, small_rows: int | None = None) -> Inputs:
+    """Locate ``root``'s runs and, for a small input, read its rows into Arrow.
+
+    No JVM is needed, so the CLI runs this while the session's JVM starts (a matrix of
+    hundreds of runs spends about a second here, opening hundreds of small files).
+    """
+    runs, files = locate(root)
+    sizing = plan(files, 1, small_rows)
+    if not sizing.small:
+        return Inputs(runs, files, sizing, None, None)
+    replicas = _arrow(files["replicas"], REPLICAS_DDL) if files["replicas"] else None
+    writes = _arrow(files["writes"], WRITES_DDL) if files["writes"] else None
+    return Inputs(runs, files, sizing, replicas, writes)
 
 
 def replica_names(files: list[str], table: Any = None, limit: int = MAX_SLOTS) -> list[str] | None:
@@ -638,27 +678,38 @@ def derived(runs: Any, measures: Any) -> Any:
 
 
 def summarise(
-    root: Path, spark: Any, small_rows: int | None = None, slots: bool = True
+    root: Path,
+    spark: Any,
+    small_rows: int | None = None,
+    slots: bool = True,
+    inputs: Inputs | None = None,
 ) -> dict[str, pd.DataFrame]:
     """The three summary tables of ``root`` (see :mod:`harness.analysis.common`).
 
     ``small_rows`` overrides :data:`SMALL_ROWS`, the size up to which the driver reads the
     input itself (0: always let the executors read the files); ``slots=False`` forces the
-    pairing by replica that inputs with more than :data:`MAX_SLOTS` replica names take.
+    pairing by replica that inputs with more than :data:`MAX_SLOTS` replica names take;
+    ``inputs``: what :func:`prepare` already read of ``root`` (same ``small_rows``).
     Two Spark jobs: both summary tables from one aggregation with grouping sets, and the
     loss causes.
     """
     from pyspark.sql import functions as F
 
-    runs_pd, files = locate(root)
-    sizing = plan(files, spark.sparkContext.defaultParallelism, small_rows)
+    if inputs is None:
+        inputs = prepare(root, small_rows)
+    runs_pd, files = inputs.runs, inputs.files
+    # One partition when small, whatever the cores; else sized for the session's cores.
+    sizing = inputs.sizing
+    if not sizing.small:
+        sizing = plan(files, spark.sparkContext.defaultParallelism, small_rows)
     for key, value in _confs(sizing).items():
         spark.conf.set(key, value)
     runs = spark.createDataFrame(runs_pd[RUN_COLUMNS], RUNS_DDL).withColumn(
         "run_h", F.xxhash64("run_id")
     )
-    replicas, table = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small)
-    writes, _ = _read(spark, files["writes"], WRITES_DDL, sizing.small)
+    table = inputs.replicas
+    replicas = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small, table)
+    writes = _read(spark, files["writes"], WRITES_DDL, sizing.small, inputs.writes)
     names = replica_names(files["replicas"], table) if slots and files["replicas"] else None
     if names is not None or not files["replicas"]:
         by_offset = _positions_by_offset(replicas, names or [])
@@ -700,9 +751,11 @@ def _gid(keys: list[str]) -> int:
     return sum(1 << (n - 1 - i) for i, c in enumerate(_GROUP_COLUMNS) if c not in keys)
 
 
-def analyze(root: Path, out: Path, spark: Any) -> dict[str, pd.DataFrame]:
+def analyze(
+    root: Path, out: Path, spark: Any, inputs: Inputs | None = None
+) -> dict[str, pd.DataFrame]:
     """Compute the tables and write them as Parquet and CSV under ``out``; return them."""
-    tables = summarise(root, spark)
+    tables = summarise(root, spark, inputs=inputs)
     write_tables(tables, out)
     return tables
 

@@ -12,11 +12,13 @@ Targets (issue 13): Spark <= pandas wall time at ~10 M rows in the same run; the
 Spark within this machine's memory. Wall time on a shared machine depends on the load, so
 the CPU seconds each engine used (Spark: its JVM; pandas: its process) are printed too.
 
-Order: the matrix in a child process on a session started as ``hwchaos analyze`` starts
-one for a small input (first query of that session, then again); one Spark session for the
-10 M set, run twice ("cold" includes the JVM compiling the job's generated code, "warm" is
-the second pass); session stopped; pandas on the same Parquet files, and the tables of both
-compared.
+Order: the matrix in child processes, each on a session started as ``hwchaos analyze``
+starts one for a small input (the input read while the JVM starts; first query of that
+session, then again), alternately with and without the driver's class archive (CDS; the
+medians of ``--rounds`` each, and session start + first query as one figure; a session that
+records the archive is not counted); one Spark session for the 10 M set, run twice ("cold"
+includes the JVM compiling the job's generated code, "warm" is the second pass); session
+stopped; pandas on the same Parquet files, and the tables of both compared.
 
 Run: .venv/bin/python benchmarks/bench_analysis.py [--runs N] [--master URL]
 [--scale-rows 200000000] (or HWCHAOS_BENCH_SCALE_ROWS): the scale run writes its set in
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,9 +80,11 @@ def own_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def timed_spark(spark: Any, clock: JvmClock, root: Path) -> tuple[dict[str, Any], float, float]:
+def timed_spark(
+    spark: Any, clock: JvmClock, root: Path, inputs: Any = None
+) -> tuple[dict[str, Any], float, float]:
     t0, c0, p0 = time.perf_counter(), clock(), own_cpu()
-    tables = spark_job.summarise(root, spark)
+    tables = spark_job.summarise(root, spark, inputs=inputs)
     return tables, time.perf_counter() - t0, clock() - c0 + own_cpu() - p0
 
 
@@ -104,27 +109,35 @@ MATRIX_CHILD = """
 import json, sys, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[3])
-from bench_analysis import JvmClock, same, timed_spark, load
+from bench_analysis import JvmClock, own_cpu, same, timed_spark, load
 from harness.analysis import pandas_job, spark_job
 matrix = Path(sys.argv[1])
-t0 = time.perf_counter()
-spark = spark_job.session(sys.argv[2], small=spark_job.plan(spark_job.locate(matrix)[1], 2).small)
-out = {"startup": time.perf_counter() - t0, "runs": len(spark_job.locate(matrix)[0]), "passes": []}
+from concurrent.futures import ThreadPoolExecutor
+t0, p0 = time.perf_counter(), own_cpu()
+# As the CLI does: the input is read while the JVM starts.
+small = spark_job.plan(spark_job.locate(matrix)[1], 2).small
+with ThreadPoolExecutor(1) as pool:
+    starting = pool.submit(spark_job.session, sys.argv[2], small=small)
+    inputs = spark_job.prepare(matrix)
+    spark = starting.result()
+out = {"startup": time.perf_counter() - t0, "runs": len(inputs.runs), "passes": []}
 clock = JvmClock(spark)
+out["startup_cpu"] = clock() + own_cpu() - p0
+out["cds"] = spark_job.archive_state(spark)
 expected = pandas_job.summarise(matrix)
 try:
-    for _ in range(3):
-        tables, wall, cpu = timed_spark(spark, clock, matrix)
+    for i in range(3):
+        tables, wall, cpu = timed_spark(spark, clock, matrix, inputs if i == 0 else None)
         same(tables, expected)
         out["passes"].append([wall, cpu, load()])
 finally:
-    spark.stop()
+    spark_job.stop(spark)
 print("JSON " + json.dumps(out))
 """
 
 
-def matrix_figures(matrix: Path, master: str) -> None:
-    """The matrix on a session of its own, started as ``hwchaos analyze`` starts it.
+def matrix_child(matrix: Path, master: str, cds: bool) -> dict[str, Any] | str:
+    """One session for the matrix in a child process: its figures, or why it failed.
 
     A child process, since the JVM's options are fixed when the first session of a process
     starts, and the CLI picks them by the input's size (see ``spark_job.session``).
@@ -132,22 +145,63 @@ def matrix_figures(matrix: Path, master: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", MATRIX_CHILD, str(matrix), master, str(ROOT / "benchmarks")],
         capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "HWCHAOS_SPARK_CDS": "1" if cds else "0"},
     )  # fmt: skip
     line = [x for x in proc.stdout.splitlines() if x.startswith("JSON ")]
     if proc.returncode or not line:
         err = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        emit("spark: matrix", f"failed (exit {proc.returncode}): {err[:60]}", "")
+        return f"failed (exit {proc.returncode}): {err[:60]}"
+    got: dict[str, Any] = json.loads(line[0][5:])
+    return got
+
+
+def matrix_figures(matrix: Path, master: str, rounds: int) -> None:
+    """The matrix on sessions started as ``hwchaos analyze`` starts them, CDS on and off.
+
+    Sessions alternate between the driver JVM mapping its class archive and not (A, B, A,
+    B: the same minutes, the same load); medians are printed. A session that has no archive
+    yet records one (``cds: writing``): it is not counted, and another one is started.
+    """
+    runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+    tries = 0
+    while min(len(v) for v in runs.values()) < rounds and tries < 4 * rounds:
+        for cds in (True, False):
+            if len(runs[cds]) >= rounds:
+                continue
+            tries += 1
+            got = matrix_child(matrix, master, cds)
+            if isinstance(got, str):
+                emit("spark: matrix", got, "")
+                return
+            first = got["passes"][0]
+            print(
+                f"spark matrix session (cds {got['cds']}): start {got['startup']:.2f}s "
+                f"({got['startup_cpu']:.2f} CPU s), first query {first[0]:.2f}s "
+                f"({first[1]:.2f} CPU s), again {got['passes'][1][0]:.2f}s; {first[2]}",
+                flush=True,
+            )
+            if got["cds"] != "writing":
+                runs[cds].append(got)
+    if not runs[True] or not runs[False]:
+        emit("spark: matrix", "no session mapped the class archive", "")
         return
-    got = json.loads(line[0][5:])
-    print(f"spark session for the matrix started in {got['startup']:.1f}s", flush=True)
-    emit("spark session start (small input: C1 JIT)", got["startup"], "s")
-    labels = ("first query of the session", "again", "third")
-    for (wall, cpu, at), label in zip(got["passes"], labels, strict=True):
-        print(f"spark matrix ({label}): {wall:.2f}s wall, {cpu:.2f} CPU s; {at}", flush=True)
-        name = f"spark: {got['runs']}-run matrix, {label}"
-        if label != "third":
-            emit(name, wall, "s", versus(wall, 5.0, ""), wall <= 5)
-            emit(f"{name}, CPU", cpu, "CPU s")
+    n = runs[True][0]["runs"]
+    for cds in (True, False):
+        got_runs = runs[cds]
+        tag = "CDS" if cds else "no CDS"
+        start = median([g["startup"] for g in got_runs])
+        start_cpu = median([g["startup_cpu"] for g in got_runs])
+        walls = [median([g["passes"][i][0] for g in got_runs]) for i in range(3)]
+        cpus = [median([g["passes"][i][1] for g in got_runs]) for i in range(3)]
+        total = median([g["startup"] + g["passes"][0][0] for g in got_runs])
+        pre = f"spark ({tag}, median of {len(got_runs)})"
+        emit(f"{pre}: session start, input read meanwhile (small: C1 JIT)", start, "s")
+        emit(f"{pre}: session start, CPU", start_cpu, "CPU s")
+        for i, label in enumerate(("first query of the session", "again")):
+            name = f"{pre}: {n}-run matrix, {label}"
+            emit(name, walls[i], "s", versus(walls[i], 5.0, ""), walls[i] <= 5)
+            emit(f"{name}, CPU", cpus[i], "CPU s")
+        emit(f"{pre}: {n}-run matrix, session start + first query", total, "s")
 
 
 def standard(args: argparse.Namespace) -> None:
@@ -176,13 +230,14 @@ def standard(args: argparse.Namespace) -> None:
             f"{time.perf_counter() - t0:.1f}s; {load()}",
             flush=True,
         )
-        matrix_figures(matrix, args.master)
+        matrix_figures(matrix, args.master, args.rounds)
         t0 = time.perf_counter()
         spark = spark_job.session(args.master)
         clock = JvmClock(spark)
         startup = time.perf_counter() - t0
-        print(f"spark session ({args.master}) started in {startup:.1f}s", flush=True)
-        emit(f"spark session start ({args.master})", startup, "s")
+        cds = spark_job.archive_state(spark)
+        print(f"spark session ({args.master}, cds {cds}) started in {startup:.1f}s", flush=True)
+        emit(f"spark session start ({args.master}, cds {cds})", startup, "s")
         try:
             results = []
             for label in ("first", "second"):
@@ -194,7 +249,9 @@ def standard(args: argparse.Namespace) -> None:
                     flush=True,
                 )
         finally:
-            spark.stop()
+            if spark_job.making_archive(spark):
+                print("spark: writing the class archive for later sessions (not timed)")
+            spark_job.stop(spark)
         t0, c0 = time.perf_counter(), own_cpu()
         pdf = pandas_job.summarise(data)
         tp, cp = time.perf_counter() - t0, own_cpu() - c0
@@ -209,8 +266,9 @@ def standard(args: argparse.Namespace) -> None:
         emit(f"pandas: {m}", tp, "s")
         emit(f"pandas: {m}, CPU", cp, "CPU s")
         for (wall, cpu), label in zip(results, ("cold", "warm"), strict=True):
-            emit(f"spark: {m}, {label}", wall, "s", versus(wall, tp, "pandas"), wall <= tp)
-            emit(f"spark: {m}, {label}, CPU", cpu, "CPU s")
+            name = f"spark: {m}, {label} (cds {cds})"
+            emit(name, wall, "s", versus(wall, tp, "pandas"), wall <= tp)
+            emit(f"{name}, CPU", cpu, "CPU s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -264,7 +322,7 @@ def scale(args: argparse.Namespace) -> None:
             tables = spark_job.summarise(tmp, spark)
             wall, cpu = time.perf_counter() - t0, clock() - c0
         finally:
-            spark.stop()
+            spark_job.stop(spark)
         totals = tables["by_config"]
         ok = (
             int(totals["runs"].sum()) == runs
@@ -315,6 +373,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--runs", type=int, default=112_000)
     p.add_argument("--master", default="local[2]")
+    p.add_argument(
+        "--rounds", type=int, default=2, help="matrix sessions per CDS setting (on, off alternate)"
+    )
     p.add_argument(
         "--scale-rows", type=int, default=int(os.environ.get("HWCHAOS_BENCH_SCALE_ROWS", "0"))
     )

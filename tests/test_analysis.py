@@ -159,9 +159,10 @@ TINY_BY_CONFIG = {
 }
 
 
-# Both read paths: the driver reads small inputs into Arrow itself (None: the default
-# threshold), executors read the Parquet files (0: never the small path).
-READ_PATHS = pytest.mark.parametrize("small_rows", [None, 0], ids=["driver-arrow", "files"])
+# Both read paths: the driver reads small inputs into Arrow itself (a threshold above every
+# test set), executors read the Parquet files (0: never the small path).
+ARROW = 10**9
+READ_PATHS = pytest.mark.parametrize("small_rows", [ARROW, 0], ids=["driver-arrow", "files"])
 
 
 @READ_PATHS
@@ -228,13 +229,13 @@ def test_rows_of_runs_without_metadata_are_ignored(tmp_path: Path, spark: Any) -
     runs = pd.read_parquet(tmp_path / "runs.parquet")
     kept = runs[runs.index % 3 != 0]
     kept.to_parquet(tmp_path / "runs.parquet", index=False)
-    for small_rows in (None, 0):
+    for small_rows in (ARROW, 0):
         s = spark_job.summarise(tmp_path, spark, small_rows)
         assert_same(s, pandas_job.summarise(tmp_path))
         assert s["by_config"]["runs"].sum() == len(kept) < gen.spec.runs
 
 
-@pytest.mark.parametrize("small_rows", [None, 0], ids=["driver-arrow", "files"])
+@READ_PATHS
 def test_pairing_by_replica_equals_slots(
     tmp_path: Path, spark: Any, small_rows: int | None
 ) -> None:

@@ -32,7 +32,7 @@ run (:func:`needs`, :func:`configure`, :func:`network_unavailable`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.db import Cluster
@@ -142,12 +142,3 @@ def network_unavailable(cluster: Cluster, want: NetworkNeeds) -> str | None:
 
     reason = network_available() or "this backend has no partition capability here"
     return f"needs network partitions ({'; '.join(want.why[:2])}): {reason}"
-
-
-@dataclass
-class Held:
-    """A LeaderAndIsr held back from a broker: the links cut and the counters at the cut."""
-
-    links: list[tuple[str, str]] = field(default_factory=list)
-    sent: int = 0
-    done: int = 0

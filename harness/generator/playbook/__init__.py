@@ -116,11 +116,7 @@ class Playbook(
         handler = getattr(self, f"do_{ev.kind}", None)
         if handler is None:
             raise StepPrevented(
-                f"step {k}: '{ev.kind}' cannot be scripted on real brokers: "
-                f"{UNSUPPORTED.get(ev.kind, 'not implemented')}"
+                f"step {k}: '{ev.kind}' cannot be scripted on real brokers: not implemented"
             )
         result: str = handler(k, ev, name)
         return result
-
-
-UNSUPPORTED: dict[str, str] = {}

@@ -228,5 +228,4 @@ class PlaybookState:
             with contextlib.suppress(Exception):
                 self._consumer.close()
         self.meta.close()
-        if self._admin is not None:
-            self._admin = None
+        self._admin = None

@@ -22,6 +22,13 @@ from harness.nemesis.network import CLIENT
 from reference_model.events import CLIENT_NODE, CONTROLLER_NODE, ZOOKEEPER_NODE
 
 
+def both_ways(links: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``links`` and each one reversed: a cut both ways, as every step that isolates a pair
+    makes it (iptables rules are one-way)."""
+    links = list(links)
+    return links + [(d, s) for s, d in links]
+
+
 class CutLinks(PlaybookState):
     """Model nodes to network nodes, cuts and heals, and who a cut holds back."""
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from reference_model.events import Event
@@ -36,9 +37,7 @@ class HeldSteps(Settling):
         if not names:
             return ""
         self._mark_held(names)
-        links = [(c, n) for n in names for c in self._controllers()]
-        links += [(n, c) for c, n in links]
-        new = self._cut(links)
+        new = self._cut(both_ways((c, n) for n in names for c in self._controllers()))
         self._sync_sessions()
         how = (
             "the harness's session keeper heartbeats for it"
@@ -50,8 +49,7 @@ class HeldSteps(Settling):
     def do_leader_and_isr(self, k: int, ev: Event, name: str) -> str:
         if name not in self.cut_from_controller():
             return f"no LeaderAndIsr held back from {name}"
-        ctl = self._controllers()
-        healed = self._uncut([(c, name) for c in ctl] + [(name, c) for c in ctl])
+        healed = self._uncut(both_ways((c, name) for c in self._controllers()))
         note = self._rejoin(k, name) if name not in self.down else f"{name} is down"
         self._sync_sessions()
         return f"realised: heal {self._show(healed)}; {note}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from reference_model.events import Event
@@ -35,7 +36,7 @@ class IsrSteps(Settling):
             return f"realised: {name} was already out of the controller's ISR"
         t0 = time.perf_counter()
         self._wake_leader()
-        new = self._cut([(name, lead), (lead, name)])
+        new = self._cut(both_ways([(name, lead)]))
         # Followers the model keeps in the ISR and whose fetch would change nothing run
         # meanwhile (a paused one goes stale by time alone before KAFKA-7152).
         lead_i = self.names.index(lead)

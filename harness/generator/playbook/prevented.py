@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from reference_model.events import Event
@@ -41,7 +42,7 @@ class PreventionChecks(Settling):
         if not lag or lag > 60_000:
             return f"not checked: {lead} runs without the short replica.lag.time.max.ms"
         self._wake_leader()
-        new = self._cut([(name, lead), (lead, name)])
+        new = self._cut(both_ways([(name, lead)]))
         released = name in self.held and name not in self.cut_from_controller()
         window = 2 * lag / 1000 + 3
         t0 = time.perf_counter()

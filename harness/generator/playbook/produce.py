@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from harness.client.producer import Delivery, Producer
+from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
@@ -107,7 +108,7 @@ class ProduceSteps(Settling):
             self._wake_leader()
         self._parked_fetches_answered()
         others = [n for n in self.cluster.brokers if n != name]
-        new = self._cut([(CLIENT, n) for n in others] + [(n, CLIENT) for n in others])
+        new = self._cut(both_ways((CLIENT, n) for n in others))
         host, port = self.cluster.broker_address(name)
         pinned = Producer(f"{host}:{port}", self.scenario.acks)
         out = []
@@ -143,7 +144,7 @@ class ProduceSteps(Settling):
         stale = sorted(n for n in self.cut_from_controller() - self.down if n != lead)
         if not stale:
             return [], ""
-        new = self._cut([(CLIENT, n) for n in stale] + [(n, CLIENT) for n in stale])
+        new = self._cut(both_ways((CLIENT, n) for n in stale))
         return new, (
             f"realised: client cut from {','.join(stale)} (cut from the controller: stale "
             "metadata) for this produce"

@@ -32,12 +32,15 @@ One module per step family, each a mixin over the shared state and fences:
   ``held`` (held-back LeaderAndIsr), ``partition`` (partition/heal), ``detect``, ``elect``,
   ``isr`` (isr_shrink), and ``prevented`` (the broker's side of a prevented step).
 
-:class:`Playbook` below composes them; the step dispatch is :meth:`Playbook._apply`.
+:class:`Playbook` below composes them; :attr:`Playbook.STEPS` says which family plays
+which step kind.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from harness.db import TopicSpec
 from harness.generator.playbook.crash import CrashSteps
@@ -45,6 +48,7 @@ from harness.generator.playbook.detect import DetectSteps
 from harness.generator.playbook.elect import ElectSteps
 from harness.generator.playbook.fences import Observation, StepPrevented, wait_until
 from harness.generator.playbook.fetch import FetchSteps
+from harness.generator.playbook.held import HeldSteps
 from harness.generator.playbook.isr import IsrSteps
 from harness.generator.playbook.partition import PartitionSteps
 from harness.generator.playbook.prevented import PreventionChecks
@@ -64,6 +68,30 @@ class Playbook(
     PreventionChecks,
 ):
     """Drives one scenario on one cluster. Use :meth:`setup`, then :meth:`step` per step."""
+
+    STEPS: ClassVar[dict[str, Callable[[Any, int, Event, str], str]]] = {
+        "produce": ProduceSteps.do_produce,
+        "fetch": FetchSteps.do_fetch,
+        "fetch_request": FetchSteps.do_fetch_request,
+        "leader_epoch_request": FetchSteps.do_leader_epoch_request,
+        "checkpoint": CrashSteps.do_checkpoint,
+        "stale_checkpoint": CrashSteps.do_stale_checkpoint,
+        "flush": CrashSteps.do_flush,
+        "crash": CrashSteps.do_crash,
+        "power_loss": CrashSteps.do_power_loss,
+        "clean_shutdown": CrashSteps.do_clean_shutdown,
+        "pause": CrashSteps.do_pause,
+        "resume": CrashSteps.do_resume,
+        "restart": CrashSteps.do_restart,
+        "partition": PartitionSteps.do_partition,
+        "heal": PartitionSteps.do_heal,
+        "leader_and_isr": HeldSteps.do_leader_and_isr,
+        "detect": DetectSteps.do_detect,
+        "elect": ElectSteps.do_elect,
+        "isr_shrink": IsrSteps.do_isr_shrink,
+    }
+    """The step dispatch: scenario step kind to the step family's method that plays it.
+    A kind not here (``fetch_response``) cannot be scripted on real brokers."""
 
     # ------------------------------------------------------------------ setup
 
@@ -113,10 +141,9 @@ class Playbook(
 
     def _apply(self, k: int, ev: Event) -> str:
         name = self.names[ev.replica] if ev.replica >= 0 else ""
-        handler = getattr(self, f"do_{ev.kind}", None)
+        handler = self.STEPS.get(ev.kind)
         if handler is None:
             raise StepPrevented(
                 f"step {k}: '{ev.kind}' cannot be scripted on real brokers: not implemented"
             )
-        result: str = handler(k, ev, name)
-        return result
+        return handler(self, k, ev, name)

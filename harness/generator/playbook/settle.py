@@ -179,7 +179,7 @@ class Settling(CutLinks):
     def _lai_settled(self, name: str) -> None:
         """Fence: the broker processed every LeaderAndIsr the controller sent it.
 
-        Not for a broker cut from the controller: what was sent is held back (realise.py).
+        Not for a broker cut from the controller: what was sent is held back (held.py).
         """
         if name in self.cut_from_controller():
             return

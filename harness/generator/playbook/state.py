@@ -68,7 +68,7 @@ class PlaybookState:
         self._paused_at = 0.0  # when the harness last paused a broker
 
     def _make_producer(self) -> Producer:
-        """The run's producer; runs with ``isr_shrink`` need it patient (see realise.py).
+        """The run's producer; runs with ``isr_shrink`` need it patient (see isr.py).
 
         An acks=all write may wait out a whole ISR shrink there, so its timeouts are long,
         and it bootstraps from the initial leader alone: a first request to a broker

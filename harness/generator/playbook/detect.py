@@ -1,8 +1,9 @@
 """``detect`` steps: the controller notices that a broker is gone, as a session expiry makes it.
 
-Of a broker that is down, the harness deletes its registration (ZooKeeper mode: what the
-expiry of its session does; KRaft: the controller fences it) and waits until the
-controller's decision is in the metadata and the leader has taken it up. Of a running
+Of a broker that is down, the harness makes the controller act now (ZooKeeper mode: it
+deletes the registration, what the expiry of its session does; KRaft: it stops keeping the
+session and sends ``BrokerHeartbeat(WantFence)``) and waits until the controller's decision
+is in the metadata and the leader has taken it up. Of a running
 broker cut from its session keeper (``partition`` from ``zookeeper``): ZooKeeper mode lets
 its session really expire (the run gives it a short ``zookeeper.session.timeout.ms``);
 KRaft stops keeping its session and sends ``BrokerHeartbeat(WantFence)`` for it. A running

@@ -33,6 +33,10 @@ class IsrSteps(Settling):
         if lead is None or lead in self.down:
             return "no leader"
         if bid not in self.view().isr:
+            # The shrink that dropped F happened earlier (with another follower's); it may
+            # still have completed acks=all writes whose answers are in flight: wait for
+            # them as below, or a crash of the leader in the next step races them.
+            self.await_acks(k)
             return f"realised: {name} was already out of the controller's ISR"
         t0 = time.perf_counter()
         self._wake_leader()

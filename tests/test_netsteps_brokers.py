@@ -159,7 +159,7 @@ def test_ctrl_c_during_a_partition_leaves_nothing(tmp_path: Path) -> None:
     cmd = [sys.executable, "-c", launcher, hwchaos, "run", scenario, "--kafka", "3.3.1"]
     proc = subprocess.Popen([*cmd, "--out", str(out)], stdout=log, stderr=log)
     try:
-        from harness.generator.playbook import wait_until
+        from harness.generator.playbook.fences import wait_until
 
         def partitioned() -> bool:
             text = (tmp_path / "run.log").read_text()

@@ -24,7 +24,7 @@ from harness.client.producer import Producer
 from harness.db import CONTROLLER, BrokerUnavailable, TopicSpec
 from harness.db.local import LocalCluster, find_tree
 from harness.db.versions import resolve_version
-from harness.generator.playbook import (
+from harness.generator.playbook.settle import (
     LAI_DONE,
     LAI_FINISHED,
     LAI_SENT_PARTITION,

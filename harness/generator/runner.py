@@ -26,7 +26,8 @@ from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
 from harness.db.modes import SPARE_CONTROLLER
 from harness.db.versions import KafkaVersion, resolve_version
-from harness.generator.playbook import FenceTimeout, Observation, Playbook, StepPrevented
+from harness.generator.playbook import Playbook
+from harness.generator.playbook.fences import FenceTimeout, Observation, StepPrevented
 from harness.generator.realise import configure, needs, network_unavailable
 from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint

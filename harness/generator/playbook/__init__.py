@@ -1,0 +1,149 @@
+"""The *generator*: plays a scenario's steps on a real cluster, each behind a fence.
+
+How a scripted ordering is made to happen on brokers that replicate continuously:
+
+- Followers are paused (SIGSTOP) between their own steps, so a follower copies records only
+  in its ``fetch`` steps; the leader and the controller broker always run. The ZooKeeper
+  session timeout is longer than any pause, so a paused follower is not declared dead.
+- ``fetch F`` resumes F and waits until F's log on disk has the leader's LEO and the leader
+  reports (as its high watermark) what the ISR now holds, then pauses F again.
+- ``restart F`` holds the leader (pauses it) while F starts, so F processes its
+  LeaderAndIsr (truncating to its HW before 0.11; before 0.11 nothing else can happen) but
+  cannot fetch until a later step; then F is paused and the leader resumed. A restart the
+  model's controller did not notice (no ``detect F`` before it) happens while the
+  controller broker is frozen, and controllership then fails over to a spare broker that
+  never knew F was gone (ZooKeeper mode; harness.nemesis.failover).
+- ``detect F`` deletes the dead broker's registration, which is what the expiry of its
+  ZooKeeper session does, and waits until the controller's decision is in ZooKeeper.
+- ``checkpoint``/``stale_checkpoint``/``flush`` decide what the files say after a crash or
+  power loss (the nemesis writes them); Kafka's own checkpoint and flush timers are hourly.
+
+Every fence is a bounded tenacity wait on observable state (ZooKeeper, files, the leader's
+answer); a fence that is not reached raises :class:`FenceTimeout` naming what was expected
+and what was seen. Steps that cannot be made to happen on real brokers raise
+:class:`StepPrevented` with the reason.
+
+One module per step family, each a mixin over the shared state and fences:
+
+- ``fences``: FenceTimeout, StepPrevented, Observation, wait_until.
+- ``state`` (what the run knows, how it reads the cluster), ``cuts`` (network nodes and
+  links), ``settle`` (pausing, sessions, LeaderAndIsr/metadata fences): below every family.
+- ``produce``, ``fetch``, ``crash`` (crash, power loss, shutdown, pause, restart, files),
+  ``held`` (held-back LeaderAndIsr), ``partition`` (partition/heal), ``detect``, ``elect``,
+  ``isr`` (isr_shrink), and ``prevented`` (the broker's side of a prevented step).
+
+:class:`Playbook` below composes them; :attr:`Playbook.STEPS` says which family plays
+which step kind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from harness.db import TopicSpec
+from harness.generator.playbook.crash import CrashSteps
+from harness.generator.playbook.detect import DetectSteps
+from harness.generator.playbook.elect import ElectSteps
+from harness.generator.playbook.fences import Observation, StepPrevented, wait_until
+from harness.generator.playbook.fetch import FetchSteps
+from harness.generator.playbook.held import HeldSteps
+from harness.generator.playbook.isr import IsrSteps
+from harness.generator.playbook.partition import PartitionSteps
+from harness.generator.playbook.prevented import PreventionChecks
+from harness.generator.playbook.produce import ProduceSteps
+from reference_model.events import Event
+from reference_model.run import expand
+
+
+class Playbook(
+    ProduceSteps,
+    FetchSteps,
+    CrashSteps,
+    PartitionSteps,
+    DetectSteps,
+    ElectSteps,
+    IsrSteps,
+    PreventionChecks,
+):
+    """Drives one scenario on one cluster. Use :meth:`setup`, then :meth:`step` per step."""
+
+    STEPS: ClassVar[dict[str, Callable[[Any, int, Event, str], str]]] = {
+        "produce": ProduceSteps.do_produce,
+        "fetch": FetchSteps.do_fetch,
+        "fetch_request": FetchSteps.do_fetch_request,
+        "leader_epoch_request": FetchSteps.do_leader_epoch_request,
+        "checkpoint": CrashSteps.do_checkpoint,
+        "stale_checkpoint": CrashSteps.do_stale_checkpoint,
+        "flush": CrashSteps.do_flush,
+        "crash": CrashSteps.do_crash,
+        "power_loss": CrashSteps.do_power_loss,
+        "clean_shutdown": CrashSteps.do_clean_shutdown,
+        "pause": CrashSteps.do_pause,
+        "resume": CrashSteps.do_resume,
+        "restart": CrashSteps.do_restart,
+        "partition": PartitionSteps.do_partition,
+        "heal": PartitionSteps.do_heal,
+        "leader_and_isr": HeldSteps.do_leader_and_isr,
+        "detect": DetectSteps.do_detect,
+        "elect": ElectSteps.do_elect,
+        "isr_shrink": IsrSteps.do_isr_shrink,
+    }
+    """The step dispatch: scenario step kind to the step family's method that plays it.
+    A kind not here (``fetch_response``) cannot be scripted on real brokers."""
+
+    # ------------------------------------------------------------------ setup
+
+    def setup(self) -> None:
+        sc = self.scenario
+        order = [sc.brokers[sc.leader]] + [n for n in sc.brokers if n != sc.brokers[sc.leader]]
+        self.cluster.create_topic(TopicSpec(order, sc.min_insync, sc.unclean))
+        want_isr = tuple(sorted(self.ids.values()))
+        lead_id = self.ids[order[0]]
+
+        def ready() -> bool:
+            v = self.meta.partition()
+            return v is not None and v.leader == lead_id and v.isr == want_isr
+
+        wait_until(ready, f"{order[0]} to lead with ISR {sorted(order)}", self.timeout, self._seen)
+        wait_until(
+            lambda: all(self.leo(n) == 0 for n in self.names),
+            "every replica to create its partition dir",
+            self.timeout,
+            self._seen,
+        )
+        self._leader_ready(order[0])
+        for n in order[1:]:
+            self._hold(n)
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, k: int, ev: Event) -> Observation:
+        t0 = time.perf_counter()
+        before = self.prediction.steps[k - 1].state
+        notes: list[str] = []
+        cfg = self.prediction.config
+        self._model_step = k - 1
+        for e in expand(cfg, before, ev, self.scenario.records_per_produce):
+            self._sync_sessions()
+            notes.append(self._apply(k, e) or "")
+        self._model_step = k
+        self._sync_sessions()
+        text = ev.describe(cfg.brokers)
+        obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
+        self.progress(
+            f"step {k:>2}/{len(self.scenario.steps)} {text:<32} "
+            f"{obs.seconds:5.1f}s  leader={obs.leader or '-'} "
+            f"epoch={obs.leader_epoch} leo={obs.leo}"
+        )
+        return obs
+
+    def _apply(self, k: int, ev: Event) -> str:
+        name = self.names[ev.replica] if ev.replica >= 0 else ""
+        handler = self.STEPS.get(ev.kind)
+        if handler is None:
+            raise StepPrevented(
+                f"step {k}: '{ev.kind}' cannot be scripted on real brokers: not implemented"
+            )
+        return handler(self, k, ev, name)

@@ -1,0 +1,149 @@
+"""Process faults and the files they leave: ``crash``, ``power_loss``, ``clean_shutdown``,
+``pause``/``resume``, ``restart``, and ``checkpoint``/``stale_checkpoint``/``flush``.
+
+``checkpoint``, ``stale_checkpoint`` and ``flush`` only record what the files must say
+after a crash or power loss; the nemesis (harness.nemesis.faults) writes them when the
+broker dies, because Kafka's own checkpoint and flush timers are hourly and never fire in a
+run. ``restart F`` holds the leader (pauses it) while F starts, so F processes its
+LeaderAndIsr (truncating to its HW before 0.11) but cannot fetch until a later step; then F
+is paused and the leader resumed. A restart the model's controller did not notice (no
+``detect F`` before it) happens while the controller broker is frozen, and controllership
+then fails over to a spare broker that never knew F was gone (ZooKeeper mode;
+harness.nemesis.failover); KRaft and clusters without a spare refuse it.
+"""
+
+from __future__ import annotations
+
+from harness.generator.playbook.fences import StepPrevented, wait_until
+from harness.generator.playbook.settle import Settling
+from harness.nemesis import faults as nemesis
+from reference_model.events import Event
+
+
+class CrashSteps(Settling):
+    """Kill, stop, pause and restart brokers; record what their files will say."""
+
+    def do_checkpoint(self, k: int, ev: Event, name: str) -> str:
+        hw = self.prediction.steps[k].state.replicas[ev.replica].checkpoint_hw
+        self.checkpoint_hw[name] = hw
+        return f"{name}'s replication-offset-checkpoint will say {hw}"
+
+    def do_stale_checkpoint(self, k: int, ev: Event, name: str) -> str:
+        self.checkpoint_hw[name] = ev.value
+        if name in self.down:
+            nemesis.write_hw_checkpoint(self.cluster, name, ev.value)
+        return ""
+
+    def do_flush(self, k: int, ev: Event, name: str) -> str:
+        self.flushed[name] = max(self.leo(name), 0)
+        return ""
+
+    def _after_kill(self, name: str) -> None:
+        self.down.add(name)
+        self._sync_sessions()
+        self.held.discard(name)
+        self.user_paused.discard(name)
+        if name in self.checkpoint_hw:
+            nemesis.write_hw_checkpoint(self.cluster, name, self.checkpoint_hw[name])
+
+    def do_crash(self, k: int, ev: Event, name: str) -> str:
+        if name in self.down:
+            return f"{name} is already down"
+        nemesis.crash(self.cluster, name)
+        self._after_kill(name)
+        return ""
+
+    def do_power_loss(self, k: int, ev: Event, name: str) -> str:
+        lost = nemesis.power_loss(self.cluster, name, self.flushed[name])
+        self._after_kill(name)
+        return f"{lost} unflushed bytes lost"
+
+    def do_clean_shutdown(self, k: int, ev: Event, name: str) -> str:
+        self._wake_leader()
+        self._release(name)
+        nemesis.clean_stop(self.cluster, name)
+        self.down.add(name)
+        self._await_controller(name)
+        return ""
+
+    def do_pause(self, k: int, ev: Event, name: str) -> str:
+        self._hold(name)
+        self.held.discard(name)
+        self.user_paused.add(name)
+        return ""
+
+    def do_resume(self, k: int, ev: Event, name: str) -> str:
+        if name in self.user_paused:
+            nemesis.resume(self.cluster, name)
+            self.user_paused.discard(name)
+            self._sync_sessions()
+        return ""
+
+    def do_restart(self, k: int, ev: Event, name: str) -> str:
+        before = self.prediction.steps[k - 1].state
+        unnoticed = ev.replica in before.controller.live
+        if unnoticed and (self.kraft or self.failover is None):
+            why = (
+                "a KRaft controller refuses the new registration while the old heartbeat "
+                "session lives (DuplicateBrokerRegistrationException) and registers it with "
+                "a new broker epoch afterwards"
+                if self.kraft
+                else "the cluster was started without a spare controller broker to fail "
+                "over to (harness.nemesis.failover.prepare)"
+            )
+            raise StepPrevented(
+                f"step {k}: restart {name} before the controller noticed its failure: {why}; "
+                f"add 'detect: {name}' before it"
+            )
+        if name not in self.down:
+            return f"{name} is already running"
+        lead = self.leader()
+        if lead is not None and lead not in self.down:
+            self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
+        frozen = ""
+        if unnoticed and self.failover is not None:
+            # The bounce no controller sees: see harness.nemesis.failover.
+            frozen = self.failover.freeze()
+            self.cluster.declare_dead(name)  # F crashed; its session has not expired
+        if not self.kraft:
+            self._mark_start(name)
+        self.cluster.start_broker(name)
+        self.down.discard(name)
+        wait_until(
+            lambda: self.ids[name] in self.view().live,
+            f"{name} to register",
+            self.timeout,
+            self._seen,
+        )
+        note = ""
+        if frozen and self.failover is not None:
+            running = [
+                n
+                for n in self.names
+                if n not in self.down | self.held | self.user_paused and self.cluster.is_running(n)
+            ]
+            new = self.failover.fail_over(pause=running)
+            ids = self.cluster.brokers
+            note = (
+                f"realised: controller {ids[frozen].broker_id} frozen, {name} re-registered, "
+                f"controller failed over to {ids[new].broker_id}"
+            )
+        if not self.kraft:
+            sent0 = self._lai_base[name][0]
+            wait_until(
+                lambda: self._lai_sent(name) > sent0,
+                f"the controller to send {name} its LeaderAndIsr",
+                self.timeout,
+                self._seen,
+            )
+        self._lai_settled(name)
+        new_lead = self.leader()
+        if new_lead == name:
+            if lead is not None and lead != name:
+                self._release(lead)
+            self._leader_ready(name)
+        else:
+            self._hold(name)  # the leader stays held until a step needs it
+        if frozen and self.failover is not None:
+            self.failover.restore_standby(frozen)
+        return note

@@ -1,0 +1,56 @@
+"""``detect`` steps: the controller notices that a broker is gone, as a session expiry makes it.
+
+Of a broker that is down, the harness makes the controller act now (ZooKeeper mode: it
+deletes the registration, what the expiry of its session does; KRaft: it stops keeping the
+session and sends ``BrokerHeartbeat(WantFence)``) and waits until the controller's decision
+is in the metadata and the leader has taken it up. Of a running
+broker cut from its session keeper (``partition`` from ``zookeeper``): ZooKeeper mode lets
+its session really expire (the run gives it a short ``zookeeper.session.timeout.ms``);
+KRaft stops keeping its session and sends ``BrokerHeartbeat(WantFence)`` for it. A running
+broker that is not cut keeps its session: the step cannot happen (StepPrevented).
+``hold: [C]`` first cuts C from the controller (held.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.generator.playbook.fences import StepPrevented
+from harness.generator.playbook.held import HeldSteps
+from reference_model.events import Event
+
+
+class DetectSteps(HeldSteps):
+    """``detect`` of a dead broker, or of a running one cut from its session keeper."""
+
+    def do_detect(self, k: int, ev: Event, name: str) -> str:
+        note = self.hold_from_controller(self.names[i] for i in sorted(ev.hold)) if ev.hold else ""
+        if name not in self.down:
+            running = self.detect_running(k, ev, name)
+            if running is None:
+                raise StepPrevented(
+                    f"step {k}: detect {name}: a live broker's session does not expire"
+                )
+            return "; ".join(n for n in (note, running) if n)
+        self.cluster.declare_dead(name)
+        self._await_controller(name)
+        return note
+
+    def detect_running(self, k: int, ev: Event, name: str) -> str | None:
+        """``detect A`` of a broker that runs but is cut from its session keeper; None if
+        A is not cut (the caller's rule applies)."""
+        if name not in self.cut_from_sessions():
+            return None
+        t0 = time.perf_counter()
+        if self.kraft:
+            self.expiring.add(name)
+            self._sync_sessions()
+            self.cluster.declare_dead(name)
+            how = "stopped keeping its session, BrokerHeartbeat(WantFence) sent for it"
+        else:
+            timeout = self.cluster.brokers[name].props.get("zookeeper.session.timeout.ms", "?")
+            how = f"its ZooKeeper session expired (zookeeper.session.timeout.ms={timeout})"
+        self._await_controller(name)
+        hub = "the controllers" if self.kraft else "ZooKeeper"
+        took = time.perf_counter() - t0
+        return f"realised: {name} cut from {hub}; {how}; controller acted after {took:.1f} s"

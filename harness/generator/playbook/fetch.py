@@ -1,0 +1,186 @@
+"""``fetch`` steps: a paused follower runs for one fetch round, then is paused again.
+
+``fetch F`` resumes F and waits until F's log on disk has the leader's LEO (from 0.11 also
+identical records, or a truncation logged since the resume: KIP-101/279) and the leader
+reports, as its high watermark, what the ISR now holds; a follower the model puts back into
+the ISR must be back in the controller's ISR before the next step can overtake it.
+``fetch_request`` plays as a whole fetch (the answer's HW lives only in memory) and
+``leader_epoch_request`` as a fetch from 0.11 on. A follower cut from the controller
+fetches from the leader it last heard of with its stale leader epoch (the zombie follower
+of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's outcome
+(F's log, F's fetcher fenced with FENCED_LEADER_EPOCH, F back in the ISR).
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.generator.playbook.fences import FenceTimeout, wait_until
+from harness.generator.playbook.settle import Settling
+from reference_model.events import Event
+
+
+class FetchSteps(Settling):
+    """``fetch``, ``fetch_request``, ``leader_epoch_request``; a held-back follower's fetch."""
+
+    def do_fetch(self, k: int, ev: Event, name: str) -> str:
+        if name in self.down:
+            return f"{name} is down"
+        if name in self.user_paused:
+            return f"{name} is paused"
+        if self.leader() == name:
+            return f"{name} leads"
+        if name in self.cut_from_controller():
+            return self.fetch_while_cut(k, name)
+        self._wake_leader()
+        before = self._truncations(name)
+        self._release(name)
+        try:
+            self._caught_up(name, before, k)
+            note = self._isr_joined(k, name)
+        finally:
+            self._hold(name)
+        return note
+
+    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see README
+
+    def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
+        if not self.version.epoch_on_disk:
+            return "no OffsetsForLeaderEpoch before 0.11"
+        return self.do_fetch(k, ev, name)
+
+    def _truncations(self, name: str) -> int:
+        """How many truncation decisions ("Truncating ...") the broker has logged."""
+        path = self.cluster.broker_log(name)
+        if path is None or not path.exists():
+            return 0
+        return path.read_text(errors="replace").count("Truncating")
+
+    def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
+        """Fence of a fetch step: the follower finished at least one full fetch round.
+
+        Equal LEOs alone are not enough from 0.11 on: a follower that still has to truncate
+        (OffsetsForLeaderEpoch) can have the leader's LEO with other records. So: equal
+        LEOs, and either identical logs, or a truncation decision logged since the resume
+        (the divergent outcomes KIP-279 fixed), or a pre-0.11 version, which truncates only
+        while processing LeaderAndIsr, before its fetcher starts.
+        """
+        self._lai_settled(name)
+        lead = self.leader()
+        if lead is None or lead in self.down or lead == name:
+            return
+
+        stable = [0]
+
+        def done() -> bool:
+            # The truncation count is read before the logs, and a divergent-but-equal-length
+            # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
+            # cuts the log and fetches on, so one read can fall between the two.
+            truncated = self._truncations(name) > truncations_before
+            mine, theirs = self.log(name), self.log(lead)
+            if len(mine) != len(theirs):
+                stable[0] = 0
+                return False
+            if [r for _, _, r in mine] == [r for _, _, r in theirs]:
+                return True
+            if not self.version.epoch_on_disk:
+                return True
+            if mine and mine[-1][1] == theirs[-1][1]:
+                # Divergent within one leader epoch (a leader that came back at the same
+                # epoch without what it had, e.g. after an unnoticed restart): the leader's
+                # end offset for that epoch is the follower's LEO, so no truncation comes.
+                return True
+            stable[0] = stable[0] + 1 if truncated else 0
+            return stable[0] >= 2
+
+        wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
+        isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
+        settled = min(self.leo(n) for n in isr if n not in self.down)
+        # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
+        # min.insync.replicas: never wait past what the model says the leader's HW is.
+        st = self.prediction.steps[k].state
+        if 0 <= st.controller.leader < len(self.names) and self.names[st.controller.leader] == lead:
+            model_leader = st.replicas[st.controller.leader]
+            settled = min(settled, model_leader.hw)
+            if self.version.epoch_on_disk and model_leader.hw < model_leader.leader_start:
+                # A leader whose HW is below its epoch's start offset answers ListOffsets
+                # with OFFSET_NOT_AVAILABLE (Partition.fetchOffsetForTimestamp, KIP-207)
+                # until every ISR member fetched from it: nothing to wait for here.
+                return
+        wait_until(
+            lambda: self.leader_hw() >= settled,
+            f"leader HW to reach {settled}",
+            self.timeout,
+            self._seen,
+        )
+        deadline = time.monotonic() + 2.0
+        while (
+            any(p.outstanding() for p in [self.producer, *self.retired])
+            and time.monotonic() < deadline
+        ):
+            self.poll_producers()  # bounded: drains reports for what the HW now covers
+
+    def _isr_joined(self, k: int, name: str) -> str:
+        """Fence: a follower the model puts back into the ISR is back in the controller's.
+
+        The leader expands the ISR asynchronously (a ZooKeeper write, AlterIsr or
+        AlterPartition to the controller), so a later step (a crash of the leader) could
+        otherwise overtake it. Not reached in a few seconds is an observation, not a hang:
+        the step's notes say so and the verdict compares the outcome.
+        """
+        want = self.prediction.steps[k].state.controller.isr
+        bid = self.ids[name]
+        if self.names.index(name) not in want or bid in self.view().isr:
+            return ""
+        try:
+            wait_until(lambda: bid in self.view().isr, f"{name} to rejoin the ISR", 10.0)
+        except FenceTimeout:
+            return f"the model has {name} back in the ISR; the controller still has {self._seen()}"
+        return ""
+
+    def _fenced_lines(self, name: str) -> int:
+        """How often ``name``'s fetcher was fenced (KIP-320, AbstractFetcherThread)."""
+        path = self.cluster.broker_log(name)
+        if path is None or not path.exists():
+            return 0
+        return path.read_text(errors="replace").count("than the current leader. Will await")
+
+    def fetch_while_cut(self, k: int, name: str) -> str:
+        """``fetch F`` of a follower cut from the controller: it fetches from the leader it
+        last heard of, with its stale leader epoch (the zombie follower of KIP-320).
+
+        No LeaderAndIsr fence (it is held back); the fence is the model's outcome: F's log as
+        predicted and, where the model has the fetch refused, F's fetcher fenced
+        (FENCED_LEADER_EPOCH, logged by AbstractFetcherThread.onPartitionFenced); where the
+        model has F back in the ISR, the controller's ISR too.
+        """
+
+        after = self.prediction.steps[k]
+        idx = self.names.index(name)
+        want = [r for _e, r in after.state.replicas[idx].log]
+        fenced = any("FENCED_LEADER_EPOCH" in n for n in after.notes)
+        joins = idx in after.state.controller.isr
+        fenced0 = self._fenced_lines(name)
+        bid = self.ids[name]
+
+        def done() -> bool:
+            if [r for _o, _e, r in self.log(name)] != want:
+                return False
+            if fenced:
+                return self._fenced_lines(name) > fenced0
+            if joins:
+                return bid in self.view().isr
+            return True
+
+        t0 = time.perf_counter()
+        self._wake_leader()
+        self._release(name)
+        try:
+            wait_until(done, f"{name}'s fetch as a held-back follower", self.timeout, self._seen)
+        finally:
+            self._hold(name)
+        what = "fenced (FENCED_LEADER_EPOCH)" if fenced else "served"
+        if joins and not fenced:
+            what += ", back in the ISR"
+        took = time.perf_counter() - t0
+        return f"realised: {name} ran {took:.1f} s, still cut from the controller: {what}"

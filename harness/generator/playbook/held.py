@@ -1,0 +1,123 @@
+"""Held-back LeaderAndIsr: ``hold: [C]`` of a ``detect``/``elect`` step, and ``leader_and_isr C``.
+
+The controller is cut from C before it acts (ZooKeeper: the controller broker's channel;
+C keeps its ZooKeeper session; KRaft: C from every controller, with the harness's session
+keeper heartbeating for C so it is not fenced), and healed at ``leader_and_isr C``. Once
+healed, C rejoins much like a restart: it registers again if its session ended, then
+processes what the controller sends it, with the leader held so it cannot fetch before
+its next fetch step. ``partition``/``heal``, ``detect`` and ``elect`` build on this (a
+heal of a controller link is a rejoin), hence a family of its own below them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from harness.generator.playbook.cuts import both_ways
+from harness.generator.playbook.fences import wait_until
+from harness.generator.playbook.settle import Settling
+from reference_model.events import Event
+
+
+class HeldSteps(Settling):
+    """Cut a broker from the controller before it acts; deliver what was held back."""
+
+    def _mark_held(self, names: Iterable[str]) -> None:
+        """LeaderAndIsr counters of brokers about to be cut from the controller."""
+        if self.kraft:
+            return
+        for n in names:
+            if n not in self.cut_from_controller():
+                self._lai_base[n] = (self._lai_sent(n), self._lai_done(n))
+
+    def hold_from_controller(self, names: Iterable[str]) -> str:
+        """Cut the controller(s) from each broker in ``names`` both ways, before it acts."""
+        names = [n for n in names if n not in self.cut_from_controller()]
+        if not names:
+            return ""
+        self._mark_held(names)
+        new = self._cut(both_ways((c, n) for n in names for c in self._controllers()))
+        self._sync_sessions()
+        how = (
+            "the harness's session keeper heartbeats for it"
+            if self.kraft
+            else "it keeps its ZooKeeper session"
+        )
+        return f"realised: hold {','.join(names)}: iptables DROP {self._show(new)} ({how})"
+
+    def do_leader_and_isr(self, k: int, ev: Event, name: str) -> str:
+        if name not in self.cut_from_controller():
+            return f"no LeaderAndIsr held back from {name}"
+        healed = self._uncut(both_ways((c, name) for c in self._controllers()))
+        note = self._rejoin(k, name) if name not in self.down else f"{name} is down"
+        self._sync_sessions()
+        return f"realised: heal {self._show(healed)}; {note}"
+
+    def _rejoin(self, k: int, name: str) -> str:
+        """Fence after the controller's link to ``name`` heals.
+
+        A broker whose session ended while cut registers again (ZooKeeper: a new session,
+        KafkaHealthcheck/KafkaZkClient re-registration; KRaft: heartbeats, unfenced); then it
+        processes what the controller sends it, with the leader held so it cannot fetch
+        before the scenario's next fetch step.
+        """
+
+        if name in self.down or not self.cluster.is_running(name):
+            return ""
+        t0 = time.perf_counter()
+        bid = self.ids[name]
+        lead = self.leader()
+        if lead is not None and lead != name and lead not in self.down:
+            self._hold(lead)
+        try:
+            self._release(name)
+            expired = bid not in self.view().live
+            if expired:
+                wait_until(
+                    lambda: bid in self.view().live,
+                    f"{name} to register again after the heal",
+                    self.timeout,
+                    self._seen,
+                )
+            self._settle_after_cut(name, expired)
+        finally:
+            # like a restart: the leader stays held until a step needs it (_wake_leader)
+            if self.leader() != name:
+                self._hold(name)
+            else:
+                self._leader_ready(name)
+            self.expiring.discard(name)
+        again = "registered again, " if expired else ""
+        took = time.perf_counter() - t0
+        return f"{name} {again}processed the controller's requests {took:.1f}s after the heal"
+
+    def _settle_after_cut(self, name: str, expired: bool) -> None:
+
+        if self.kraft:
+            wait_until(
+                lambda: self._applied_or_none(name),
+                f"{name} to apply the controller's latest decision after the heal",
+                self.timeout,
+                self._seen,
+            )
+            return
+        if expired:
+            # The controller dropped its channel to the expired session (queued requests
+            # with it) and sends the new registration a LeaderAndIsr of its own.
+            done0 = self._lai_base.get(name, (0, self._lai_done(name)))[1]
+            wait_until(
+                lambda: self._lai_done(name) > done0,
+                f"{name} to process a LeaderAndIsr after registering again",
+                self.timeout,
+                self._seen,
+            )
+            self._lai_base[name] = (self._lai_sent(name), self._lai_done(name))
+            return
+        sent0, done0 = self._lai_base.get(name, (self._lai_sent(name), self._lai_done(name)))
+        wait_until(
+            lambda: (self._lai_sent(name) - sent0) - (self._lai_done(name) - done0) <= 0,
+            f"{name} to process the LeaderAndIsr requests held back from it",
+            self.timeout,
+            self._seen,
+        )

@@ -1,0 +1,158 @@
+"""``produce`` steps: records sent to the leader, or (``produce: {to: X}``) to X alone.
+
+A plain ``produce`` goes to the leader the controller elected, as the model's producer
+does: the fence waits until the producer's metadata names that leader, then until each
+record is acknowledged or appended to the leader's log. A broker cut from the controller
+answers Metadata from a stale view (a zombie leader names itself), so the harness's client
+is cut from it for the step. ``produce: {to: X}`` bootstraps a producer from X alone while
+the client is cut from every other broker, so it can only ever talk to X, whatever X's
+metadata says; X's answer is the outcome. Both first wait out fetches parked in the
+leader's purgatory, which a record would otherwise complete behind the script. Runs with
+``isr_shrink`` use a fresh, patient producer per step (see ``_fresh_producer``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from harness.client.producer import Delivery, Producer
+from harness.generator.playbook.cuts import both_ways
+from harness.generator.playbook.fences import wait_until
+from harness.generator.playbook.settle import Settling
+from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
+from harness.nemesis.network import CLIENT
+from reference_model.events import Event
+
+
+class ProduceSteps(Settling):
+    """``produce`` and ``produce: {to: X}``."""
+
+    def do_produce(self, k: int, ev: Event, name: str) -> str:
+        if ev.replica >= 0:
+            return self.produce_to(k, ev, name)
+        self._wake_leader()
+        self._parked_fetches_answered()
+        self._fresh_producer()
+        stale, note = self.client_cut_from_stale()
+        try:
+            return self._produce_to_leader(ev, note)
+        finally:
+            self._uncut(stale)
+
+    def _produce_to_leader(self, ev: Event, note: str) -> str:
+        lead_id = self.view().leader
+        if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
+            wait_until(
+                lambda: self.producer.leader_id() == lead_id,
+                "the producer's metadata to name the current leader",
+                self.timeout,
+                self._seen,
+            )
+        out = [note] if note else []
+        for record in ev.record.split(","):
+            d = self.producer.send(record)
+            lead = self.leader()
+
+            def done(rec: str = record, lead: str | None = lead, d: Delivery = d) -> bool:
+                self.poll_producers()
+                if d.status != "pending":
+                    return True
+                return lead is not None and any(r == rec for _, _, r in self.log(lead))
+
+            wait_until(done, f"{record} to be acknowledged or appended", self.timeout, self._seen)
+            out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+        return "; ".join(out)
+
+    def _parked_fetches_answered(self) -> None:
+        """Wait out ``replica.fetch.wait.max.ms`` since the last follower was paused.
+
+        A follower paused just after sending its next Fetch leaves that request parked in the
+        leader's fetch purgatory; a record produced before it expires completes it, and the
+        paused follower applies the answer whenever it next runs (seen on 0.10.2.1 and
+        3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched). The answer is not
+        observable from outside, but its deadline is the broker's own timer, so the fence is
+        that timer (twice, for scheduling slack).
+        """
+        wait_ms = int(
+            self.cluster.brokers[self.names[0]].props.get("replica.fetch.wait.max.ms", 100)
+        )
+        deadline = self._paused_at + 2 * wait_ms / 1000
+        wait_until(lambda: time.monotonic() >= deadline, "parked fetches to expire", 5.0)
+
+    def _fresh_producer(self) -> None:
+        """Runs with ``isr_shrink``: each produce step gets a producer bootstrapped from the
+        current leader. An older one may hold an open connection to a follower that ran
+        in a fetch step and is paused now; a Metadata request on it hangs for the whole
+        (long) socket timeout, seen as 30 s steps, long enough for the short lag to drop
+        followers behind the script. A fresh one never completes its handshake with a
+        paused broker, so it never uses one. The old one stays open for its reports.
+        """
+        lead = self.leader()
+        if not needs(self.scenario).short_lag or lead is None or lead in self.down:
+            return
+        host, port = self.cluster.broker_address(lead)
+        fresh = Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+        fresh.deliveries = self.producer.deliveries  # one record of every write
+        self.retired.append(self.producer)
+        self.producer = fresh
+
+    def produce_to(self, k: int, ev: Event, name: str) -> str:
+        """``produce: {to: X}``: a client that can reach X alone; its answer is the outcome."""
+        from harness.client.producer import Producer
+
+        if name in self.down:
+            for record in ev.record.split(","):
+                self._failed(record, f"{name} is down")
+            return f"realised: {name} is down: not sent"
+        if name in self.held and self.leader() == name:
+            self._wake_leader()
+        self._parked_fetches_answered()
+        others = [n for n in self.cluster.brokers if n != name]
+        new = self._cut(both_ways((CLIENT, n) for n in others))
+        host, port = self.cluster.broker_address(name)
+        pinned = Producer(f"{host}:{port}", self.scenario.acks)
+        out = []
+        try:
+            for record in ev.record.split(","):
+                d = pinned.send(record)
+
+                def answered(d: Delivery = d) -> bool:
+                    pinned.poll(0.05)
+                    return d.status != "pending"
+
+                wait_until(answered, f"{name}'s answer to {record}", self.timeout, self._seen)
+                self.producer.deliveries[record] = d
+                out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+        finally:
+            pinned.close(timeout=2.0)
+            self._uncut(new)
+        return (
+            f"realised: producer bootstrapped from {name}, client cut from {','.join(others)}; "
+            + "; ".join(out)
+        )
+
+    def client_cut_from_stale(self) -> tuple[list[tuple[str, str]], str]:
+        """For a plain ``produce``: cut the client from brokers the controller cannot reach.
+
+        The model's producer writes to the leader the controller elected. A broker cut from
+        the controller answers Metadata from its stale view (a zombie leader names itself),
+        and librdkafka may ask it (KRaft bootstraps from every broker), so while such a
+        broker runs the harness's client is cut from it. Returns (cuts made, note).
+        """
+        v = self.view()
+        lead = self.by_id.get(v.leader)
+        stale = sorted(n for n in self.cut_from_controller() - self.down if n != lead)
+        if not stale:
+            return [], ""
+        new = self._cut(both_ways((CLIENT, n) for n in stale))
+        return new, (
+            f"realised: client cut from {','.join(stale)} (cut from the controller: stale "
+            "metadata) for this produce"
+        )
+
+    def _failed(self, record: str, why: str) -> None:
+        from harness.client.producer import Delivery
+
+        d = Delivery(record)
+        d.status, d.error = "failed", why
+        self.producer.deliveries[record] = d

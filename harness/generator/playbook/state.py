@@ -1,0 +1,231 @@
+"""The playbook's state and its view of the cluster; no step is played here.
+
+One :class:`PlaybookState` per run holds what every step family reads and updates: the
+brokers the harness paused between their steps (``held``), those a scenario step paused
+(``user_paused``), those down, the run's producers, and the readers of what the cluster
+decided (the controller's metadata, the logs on disk, the leader's HW). The step families
+(the sibling modules) are mixins over it, so each reads like methods of one playbook while
+living in the file of its step kind, and none needs stubs of the others to type-check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from harness.client.producer import Producer
+from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster
+from harness.db.versions import KafkaVersion
+from harness.generator.playbook.fences import FenceTimeout, Observation, wait_until
+from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
+from harness.metadata import PartitionView
+from harness.nemesis import faults as nemesis
+from harness.nemesis.failover import ControllerFailover, has_spare
+from harness.readback.logformat import read_partition_dir
+from reference_model.run import RunResult
+from reference_model.scenario import Scenario
+
+
+class PlaybookState:
+    """What one run of one scenario on one cluster knows, and how it reads the cluster."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        scenario: Scenario,
+        version: KafkaVersion,
+        prediction: RunResult,
+        timeout: float = 45.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.scenario = scenario
+        self.version = version
+        self.prediction = prediction
+        self.timeout = timeout
+        self.progress = progress or (lambda _m: None)
+        self.names = list(scenario.brokers)
+        self.ids = {n: cluster.brokers[n].broker_id for n in self.names}
+        self.by_id = {i: n for n, i in self.ids.items()}
+        self.down: set[str] = set()
+        self.held: set[str] = set()  # paused by the harness between steps
+        self.user_paused: set[str] = set()  # paused by a scenario step
+        self.flushed: dict[str, int] = {n: 0 for n in self.names}
+        self.checkpoint_hw: dict[str, int] = {}
+        self.kraft = cluster.mode.name == "kraft"
+        self.meta = cluster.metadata()
+        self._admin: Any = None
+        self.expiring: set[str] = set()
+        self.retired: list[Producer] = []  # earlier producers with reports still to come
+        self.producer = self._make_producer()
+        self._consumer: Any = None
+        self._lai_base: dict[str, tuple[int, int]] = {}
+        self._model_step = 0  # the model state whose controller liveness the run follows
+        self.failover = (
+            ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
+        )
+        self._paused_at = 0.0  # when the harness last paused a broker
+
+    def _make_producer(self) -> Producer:
+        """The run's producer; runs with ``isr_shrink`` need it patient (see isr.py).
+
+        An acks=all write may wait out a whole ISR shrink there, so its timeouts are long,
+        and it bootstraps from the initial leader alone: a first request to a broker
+        paused between its fetch steps would hang for the whole (long) socket timeout,
+        long enough for the short lag to drop followers behind the script.
+        """
+        if not needs(self.scenario).short_lag:
+            return Producer(self.cluster.bootstrap(), self.scenario.acks)
+        lead = self.scenario.brokers[self.scenario.leader]
+        host, port = self.cluster.broker_address(lead)
+        return Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+
+    def poll_producers(self) -> None:
+        """Serve delivery reports of every producer of the run."""
+        for p in self.retired:
+            p.poll(0)
+        self.producer.poll(0.05)
+
+    # ------------------------------------------------------------------ observing
+
+    def view(self) -> PartitionView:
+        v = self.meta.partition()
+        if v is None:
+            raise FenceTimeout("the controller has no state for the test partition")
+        return v
+
+    def leader(self) -> str | None:
+        return self.by_id.get(self.view().leader)
+
+    def log(self, name: str) -> list[tuple[int, int, str]]:
+        """(offset, epoch, record) on broker ``name``'s disk, in offset order."""
+        pdir = self.cluster.partition_dir(name)
+        if not pdir.is_dir():
+            return []
+        return [(r.offset, r.epoch, r.record_id) for r in read_partition_dir(pdir, verify=False)]
+
+    def leo(self, name: str) -> int:
+        pdir = self.cluster.partition_dir(name)
+        if not pdir.is_dir():
+            return -1
+        entries = self.log(name)
+        return entries[-1][0] + 1 if entries else 0
+
+    def leader_hw(self) -> int:
+        """The HW as the leader reports it to consumers; -1 if it does not answer.
+
+        A consumer that saw brokers die can keep stale connections for a while, so one that
+        fails is replaced by a fresh one for the next poll.
+        """
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self.kraft:
+            return self._leader_hw_admin()
+        if self._consumer is None:
+            self._consumer = Consumer(
+                {
+                    "bootstrap.servers": self.cluster.bootstrap(),
+                    "group.id": "hwchaos-watermarks",
+                    "enable.auto.commit": False,
+                    "topic.metadata.refresh.interval.ms": 250,
+                    "metadata.max.age.ms": 1000,
+                    "log_level": 0,  # connection noise while brokers die is expected
+                }
+            )
+        try:
+            _low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(TOPIC, PARTITION), timeout=2.0, cached=False
+            )
+            return int(high)
+        except Exception:  # "no answer" is the observation
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+            self._consumer = None
+            return -1
+
+    def _leader_hw_admin(self) -> int:
+        """KRaft: ListOffsets(latest) through an admin client.
+
+        A consumer with a group id would make the brokers create ``__consumer_offsets`` on a
+        test broker (KRaft has no broker that faults never touch to put it on).
+        """
+        from confluent_kafka import TopicPartition
+        from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+        if self._admin is None:
+            self._admin = AdminClient(
+                {
+                    "bootstrap.servers": self.cluster.bootstrap(),
+                    "log_level": 0,
+                    "metadata.max.age.ms": 1000,
+                }
+            )
+        tp = TopicPartition(TOPIC, PARTITION)
+        try:
+            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+            futs = self._admin.list_offsets({tp: latest}, request_timeout=2.0)
+            return int(futs[tp].result(timeout=3.0).offset)
+        except Exception:  # "no answer" is the observation
+            self._admin = None
+            return -1
+
+    def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
+        v = self.view()
+        return Observation(
+            step=step,
+            event=event,
+            seconds=round(seconds, 3),
+            leader=self.by_id.get(v.leader, ""),
+            leader_epoch=v.leader_epoch,
+            isr=[self.by_id[i] for i in v.isr if i in self.by_id],
+            leo={n: self.leo(n) for n in self.names},
+            notes=notes,
+        )
+
+    def _seen(self) -> str:
+        try:
+            v = self.view()
+            leos = {n: self.leo(n) for n in self.names}
+            return f"{v.describe()} leo={leos} (broker ids: {self.ids})"
+        except Exception as exc:
+            return f"(cluster unreadable: {exc})"
+
+    def _controller_brokers(self) -> list[str]:
+        """The controller broker, and the spare a failover may hand controllership to."""
+        return self.failover.eligible() if self.failover is not None else [CONTROLLER]
+
+    # ------------------------------------------------------------------ end
+
+    def finish(self) -> dict[str, Any]:
+        """Read what the run left: producer reports, final state, halted brokers."""
+        for p in self.retired:
+            p.close(timeout=5.0)
+        self.producer.close(timeout=5.0)
+        v = self.meta.partition()
+        halted = [
+            n
+            for n in self.names
+            if n not in self.down
+            and n not in self.held
+            and n not in self.user_paused
+            and not self.cluster.is_running(n)
+        ]
+        return {
+            "deliveries": {r: vars(d) for r, d in self.producer.deliveries.items()},
+            "leader": self.by_id.get(v.leader) if v else None,
+            "leader_epoch": v.leader_epoch if v else -1,
+            "isr": [self.by_id[i] for i in v.isr if i in self.by_id] if v else [],
+            "halted": halted,
+        }
+
+    def close(self) -> None:
+        for n in list(self.held) + list(self.user_paused):
+            if n not in self._controller_brokers():
+                nemesis.resume(self.cluster, n)
+        self.held.clear()
+        if self._consumer is not None:
+            with contextlib.suppress(Exception):
+                self._consumer.close()
+        self.meta.close()
+        self._admin = None

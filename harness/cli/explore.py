@@ -123,19 +123,23 @@ def main(args: argparse.Namespace) -> int:
     else:
         # The compiled model runs in a child (this process imported the pure one); the
         # figures are the child's own timing of the search, like the pure branch's.
-        child = native.explore(
-            args.protocol,
-            bounds,
-            args.acks,
-            args.min_insync,
-            args.unclean,
-            args.max_counterexamples,
-            args.max_states,
-            progress,
-            reductions,
-            settled_only,
-            build=model.build,
-        )
+        try:
+            child = native.explore(
+                args.protocol,
+                bounds,
+                args.acks,
+                args.min_insync,
+                args.unclean,
+                args.max_counterexamples,
+                args.max_states,
+                progress,
+                reductions,
+                settled_only,
+                build=model.build,
+            )
+        except native.NativeError as exc:
+            print(f"hwchaos explore: {exc}", file=sys.stderr)
+            return 2
         res, elapsed, cpu = child.result, child.seconds, child.cpu_seconds
     out_dir = Path(args.out)
     files: list[dict[str, Any]] = []

@@ -220,3 +220,26 @@ def test_events_cross_the_process_boundary_unchanged() -> None:
     for ev in events:
         wire = json.loads(json.dumps(native.event_to_json(ev)))
         assert native.event_from_json(wire) == ev
+
+
+def test_the_compiled_replace_methods_are_in_step_with_the_state_classes() -> None:
+    """``explore_replace.py`` is exactly what ``replace_source()`` generates from state.py.
+
+    When a state class gains a field this fails: regenerate the file with the command in
+    ``reference_model.explore_fast.replace_source``'s docstring. (Until then the search
+    falls back to the interpreted ``_replace`` for that class: slower, never wrong.)
+    """
+    from reference_model import explore_replace
+    from reference_model.explore_fast import _replace_for, replace_source
+    from reference_model.explore_symmetry import state_classes
+
+    text = (native.SOURCE_DIR / "explore_replace.py").read_text()
+    assert text == replace_source(), "reference_model/explore_replace.py is stale: regenerate it"
+    for name, cls in [*state_classes().items(), ("Event", Event)]:
+        assert _replace_for(cls) is explore_replace.METHODS[name], name
+        sample = cls._make(range(len(cls._fields)))  # type: ignore[attr-defined]
+        first = cls._fields[0]  # type: ignore[attr-defined]
+        fast = explore_replace.METHODS[name](sample, **{first: "x"})
+        assert type(fast) is cls and fast == sample._replace(**{first: "x"})
+        with pytest.raises(TypeError):
+            explore_replace.METHODS[name](sample, no_such_field=1)

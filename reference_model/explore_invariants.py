@@ -17,11 +17,13 @@ and elected by construction), so it stays judged on the transition that elects.
 
 from __future__ import annotations
 
+from typing import Final
+
 from reference_model import verdict
 from reference_model.state import NO_LEADER, Config, PartitionState
 
-STATE_INVARIANTS = ("acked_lost", "replicas_disagree_below_hw")
-TRANSITION_INVARIANTS = ("leader_missing_committed",)
+STATE_INVARIANTS: Final = ("acked_lost", "replicas_disagree_below_hw")
+TRANSITION_INVARIANTS: Final = ("leader_missing_committed",)
 
 
 def settled(st: PartitionState) -> bool:

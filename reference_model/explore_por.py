@@ -26,13 +26,15 @@ LeaderAndIsr) is treated as dependent on everything.
 
 from __future__ import annotations
 
+from typing import Final
+
 from reference_model.events import Event
 from reference_model.state import PartitionState
 
-LOCAL = frozenset({"checkpoint", "flush"})
-FETCHES = frozenset({"fetch", "fetch_request"})
-FOLLOWER_ONLY = frozenset({"fetch_response", "leader_epoch_request"})
-COMMUTING = LOCAL | FETCHES | FOLLOWER_ONLY  # kinds independent of something; others never
+LOCAL: Final = frozenset({"checkpoint", "flush"})
+FETCHES: Final = frozenset({"fetch", "fetch_request"})
+FOLLOWER_ONLY: Final = frozenset({"fetch_response", "leader_epoch_request"})
+COMMUTING: Final = LOCAL | FETCHES | FOLLOWER_ONLY  # kinds independent of something; others never
 
 
 def independent(st: PartitionState, a: Event, b: Event) -> bool:

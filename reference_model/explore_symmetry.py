@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from reference_model import state as state_module
 from reference_model.state import PartitionState
@@ -259,8 +259,8 @@ def _transform_expr(kind: Kind, v: str) -> str:
     raise ValueError(f"explorer symmetry: unknown field kind {tag!r}")
 
 
-_CACHE: dict[Any, Any] = {}
-_CACHE_MAX = 400_000
+_CACHE: Final[dict[Any, Any]] = {}
+_CACHE_MAX: Final = 400_000
 
 
 def _cached(tr: Encoder, o: Any, pm: Any, inv: Any, rn: Any) -> Any:
@@ -366,7 +366,7 @@ class _Labels(dict[Any, int]):
         return label
 
 
-_SAME = _Same()
+_SAME: Final = _Same()
 
 
 def _identity(x: Any) -> Any:

@@ -38,7 +38,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from reference_model.events import Event
 from reference_model.explore_fast import fast_replace
@@ -155,7 +155,7 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
             yield _event("leader_and_isr", i)
 
 
-_EVENTS: dict[tuple[str, int, str, frozenset[int]], Event] = {}
+_EVENTS: Final[dict[tuple[str, int, str, frozenset[int]], Event]] = {}
 
 
 def _event(
@@ -212,7 +212,7 @@ def explore(
 
 
 Key = Hashable
-_EMPTY: frozenset[Event] = frozenset()
+_EMPTY: Final[frozenset[Event]] = frozenset()
 
 
 def _explore(
@@ -355,7 +355,7 @@ def _explore(
     return result
 
 
-_RECENT_MAX = 1_000_000
+_RECENT_MAX: Final = 1_000_000
 
 
 def _child_sleep(

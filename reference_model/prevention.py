@@ -15,6 +15,7 @@ Pure and cheap (the explorer asks for every candidate restart, detect, isr_shrin
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from reference_model.cuts import session_cut, session_node
 from reference_model.events import NODE_NAMES, Event
@@ -177,7 +178,7 @@ CHECKS: dict[str, tuple[Check, ...]] = {
     "isr_shrink": (caught_up_stays_in_isr,),
     "elect": (unclean_election,),
 }
-PREVENTABLE = frozenset(CHECKS)
+PREVENTABLE: Final = frozenset(CHECKS)
 
 
 def prevented(cfg: Config, st: PartitionState, ev: Event) -> str | None:

@@ -11,19 +11,19 @@ a new epoch, a leader that no longer is one), so the model must be able to hold 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from reference_model.generations import Generation
 
-NO_LEADER = -1
-UNDEFINED = -1
+NO_LEADER: Final = -1
+UNDEFINED: Final = -1
 
 # Write statuses, as the producer sees them.
-SENT = "sent"  # acks=0: handed to the network, no acknowledgement ever comes
-PENDING = "pending"  # acks=all, appended, waiting for the HW to pass it
-ACKED = "acked"
-REFUSED = "refused"  # NotEnoughReplicas before append
-FAILED = "failed"  # NotLeader / timeout / NotEnoughReplicasAfterAppend
+SENT: Final = "sent"  # acks=0: handed to the network, no acknowledgement ever comes
+PENDING: Final = "pending"  # acks=all, appended, waiting for the HW to pass it
+ACKED: Final = "acked"
+REFUSED: Final = "refused"  # NotEnoughReplicas before append
+FAILED: Final = "failed"  # NotLeader / timeout / NotEnoughReplicasAfterAppend
 
 
 class LogEntry(NamedTuple):

@@ -16,6 +16,7 @@ between releases is a flag of ``cfg.generation`` named after ``profiles.RULES``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
 from reference_model import epochs as ec
 from reference_model.cuts import (
@@ -44,7 +45,7 @@ from reference_model.state import (
 )
 
 Outcome = tuple[PartitionState, str]
-OK = ""
+OK: Final = ""
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -933,7 +934,7 @@ def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return _complete_writes(cfg, st), "; ".join(notes)
 
 
-HANDLERS: dict[str, Callable[[Config, PartitionState, Event], Outcome]] = {
+HANDLERS: Final[dict[str, Callable[[Config, PartitionState, Event], Outcome]]] = {
     "produce": _produce,
     "fetch": _fetch,
     "fetch_request": _fetch_request,

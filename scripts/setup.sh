@@ -18,6 +18,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[spark,dev,docker]'
+# The explorer's compiled model (the same source compiled with mypyc, kept in ~/.cache): a
+# no-op when the build for the current sources exists; on failure (no C compiler) one line,
+# and the explorer runs the pure model.
+.venv/bin/hwchaos native build >/dev/null || true
 # The docker backend's tests run wherever a daemon can: start one if none answers (root on a
 # Debian-like machine: apt-get install docker.io if needed, then dockerd in the background).
 if [ -z "${HWCHAOS_NO_DOCKERD:-}" ]; then

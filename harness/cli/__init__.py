@@ -151,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-counterexamples", type=int, default=5)
     p.add_argument("--max-states", type=int, default=0, help="stop after N states (0 = none)")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--pure",
+        action="store_true",
+        help="run the pure-Python model even when a compiled build exists (HWCHAOS_NATIVE=0)",
+    )
     from harness.cli.explore import add_confirm_arguments  # --confirm --kafka --backend
 
     add_confirm_arguments(p)
@@ -173,6 +178,7 @@ PASSTHROUGH = {
     "doctor": ("harness.cli.doctor", "what this machine can run, and what to do when it cannot"),
     "image": ("harness.cli.image", "build/list the docker backend's images (no registry needed)"),
     "docker": ("harness.cli.docker", "start a Docker daemon; reap what killed runs left"),
+    "native": ("harness.cli.native", "compile the reference model with mypyc (faster explore)"),
 }
 
 

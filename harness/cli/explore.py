@@ -105,38 +105,27 @@ def main(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    # The same search either way: here on the pure model, or in a child on the compiled one.
+    search = (
+        bounds,
+        args.acks,
+        args.min_insync,
+        args.unclean,
+        args.max_counterexamples,
+        args.max_states,
+        progress,
+        reductions,
+        settled_only,
+    )
     if model.build is None:
-        res = explore(
-            gen,
-            bounds,
-            args.acks,
-            args.min_insync,
-            args.unclean,
-            args.max_counterexamples,
-            args.max_states,
-            progress,
-            reductions,
-            settled_only,
-        )
+        res = explore(gen, *search)
         elapsed = time.perf_counter() - t0
         cpu = time.process_time() - c0
     else:
         # The compiled model runs in a child (this process imported the pure one); the
         # figures are the child's own timing of the search, like the pure branch's.
         try:
-            child = native.explore(
-                args.protocol,
-                bounds,
-                args.acks,
-                args.min_insync,
-                args.unclean,
-                args.max_counterexamples,
-                args.max_states,
-                progress,
-                reductions,
-                settled_only,
-                build=model.build,
-            )
+            child = native.explore(args.protocol, *search, build=model.build)
         except native.NativeError as exc:
             print(f"hwchaos explore: {exc}", file=sys.stderr)
             return 2

@@ -40,6 +40,7 @@ from harness.nemesis.network import (
     network_available,
     reap_leftovers,
 )
+from harness.readback.log4j import read_rotated
 from harness.readback.logformat import read_partition_dir
 
 REASON = network_available()
@@ -461,9 +462,9 @@ def test_a_cluster_without_a_run_network_says_why(tmp_path: Path) -> None:
     cluster.close()
 
 
-def _lai_lines(path: Path | None, sent_to: int | None = None) -> int:
+def _lai_lines(path: Path, sent_to: int | None = None) -> int:
     """LeaderAndIsr requests a broker logged as handled, or the controller as sent to a broker."""
-    text = path.read_text(errors="replace") if path is not None and path.exists() else ""
+    text = read_rotated(path)
     if sent_to is None:
         pattern = LAI_FINISHED if LAI_FINISHED.search(text) else LAI_DONE
         return len(pattern.findall(text))

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from harness.cli import main as hwchaos
-from harness.replay.parse import PartitionMatcher, parse_broker, parse_ts
+from harness.replay.parse import PartitionMatcher, broker_files, parse_broker, parse_ts
 
 DATA = Path(__file__).parent / "data" / "replay"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "expected.json").is_file())
@@ -160,20 +160,26 @@ def test_other_topics_and_hours_of_unrelated_lines(tmp_path: Path) -> None:
 
 def test_rotated_files_are_read_in_order(tmp_path: Path) -> None:
     """server.log split into server.log.2026-...-HH (log4j DailyRollingFileAppender) and
-    server.log.N (RollingFileAppender) gives the same verdict as one file."""
+    server.log.N (RollingFileAppender) gives the same verdict as one file. 4.0's shipped
+    log4j2.yaml rotates state-change.log to ``stage-change.log.<hour>`` (its typo): read too."""
     for k, name in enumerate(FIXTURES):
         src = copy_fixture(name, tmp_path)
         expected = json.loads((src / "expected.json").read_text())
+        typo = expected["version"].startswith("4.")
         for f in list(src.glob("*/server.log")) + list(src.glob("*/state-change.log")):
             lines = f.read_text().splitlines(keepends=True)
             third = len(lines) // 3
-            if k % 2 == 0:
-                (f.parent / f"{f.name}.2026-11-26-08").write_text("".join(lines[:third]))
-                (f.parent / f"{f.name}.2026-11-26-09").write_text("".join(lines[third : 2 * third]))
+            stem = "stage-change.log" if typo and f.name == "state-change.log" else f.name
+            if k % 2 == 0 or typo:
+                (f.parent / f"{stem}.2026-11-26-08").write_text("".join(lines[:third]))
+                (f.parent / f"{stem}.2026-11-26-09").write_text("".join(lines[third : 2 * third]))
             else:
                 (f.parent / f"{f.name}.2").write_text("".join(lines[:third]))
                 (f.parent / f"{f.name}.1").write_text("".join(lines[third : 2 * third]))
             f.write_text("".join(lines[2 * third :]))
+        if typo:  # read, not only tolerated (4.0 repeats state-change lines in server.log)
+            listed = [p.name for p in broker_files(src / "B")]
+            assert "stage-change.log.2026-11-26-08" in listed, listed
         got = replay(src, tmp_path / f"out-{name}", acked=src / "expected.json")
         assert_matches_run(got, expected)
 

@@ -180,12 +180,13 @@ class Cluster(ABC):
     def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
         return self.nodes[name].data_dir / f"{topic}-{PARTITION}"
 
-    def broker_log(self, name: str) -> Path | None:
-        path = self.workdir / name / "logs" / "server.log"
-        return path if path.exists() else None
+    def broker_log(self, name: str) -> Path:
+        """The broker's ``server.log`` (it may not exist yet; rotated files sit beside it)."""
+        return self.workdir / name / "logs" / "server.log"
 
-    def state_change_log(self, name: str) -> Path | None:
-        """The broker's state-change log (LeaderAndIsr handling), read by fences."""
+    def state_change_log(self, name: str) -> Path:
+        """The broker's state-change log (LeaderAndIsr handling), read by fences with the
+        files rotated out of it (:func:`harness.readback.log4j.read_rotated`)."""
         return self.workdir / name / "logs" / "state-change.log"
 
     # ------------------------------------------------------------------ the mode's verbs

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.readback.log4j import split_name
 from harness.replay.parse import (
     LOG_KINDS,
     BrokerLogs,
@@ -34,10 +35,9 @@ def find_brokers(logdir: Path) -> dict[str, list[Path]]:
     for p in logdir.iterdir():
         if not p.is_file():
             continue
-        for kind in LOG_KINDS:
-            idx = p.name.find("." + kind)
-            if idx > 0:
-                prefixes.add(p.name[: idx + 1])
+        found = split_name(p.name, LOG_KINDS)  # rotated names too
+        if found is not None and found[0].endswith("."):
+            prefixes.add(found[0])
     for prefix in sorted(prefixes):
         files = broker_files(logdir, prefix)
         if files:

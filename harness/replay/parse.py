@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from harness.readback.log4j import rotated_files, split_name
+
 # log4j's default ``[%d]`` (ISO8601 with a comma), plus the ``%d{ISO8601}`` and
 # ``yyyy-MM-dd'T'HH:mm:ss.SSSZ`` layouts seen in shipped log4j/log4j2 configurations.
 _TS = re.compile(
@@ -257,30 +259,10 @@ class BrokerLogs:
     torn_tail: bool = False  # last line cut off (the process was killed while writing)
 
 
-def _rotation_key(path: Path) -> tuple[int, str]:
-    """Oldest first: ``server.log.2026-11-26-08`` < ``...-09`` < ``server.log``; ``.2`` < ``.1``."""
-    _base, _, suffix = path.name.partition(".log")
-    suffix = suffix.lstrip(".")
-    if not suffix:
-        return (2, "")
-    if suffix.isdigit():
-        return (0, f"{1_000_000 - int(suffix):08d}")
-    return (1, suffix)
-
-
 def broker_files(folder: Path, prefix: str = "") -> list[Path]:
-    """The broker's log files (rotated ones included), oldest first per kind."""
-    out: list[Path] = []
-    for kind in LOG_KINDS:
-        found = [
-            p
-            for p in folder.iterdir()
-            if p.is_file()
-            and (p.name == prefix + kind or p.name.startswith(prefix + kind + "."))
-            and not p.name.endswith((".gz", ".zip"))
-        ]
-        out += sorted(found, key=_rotation_key)
-    return out
+    """The broker's log files (rotated ones included, see :mod:`harness.readback.log4j`),
+    oldest first per kind."""
+    return [p for kind in LOG_KINDS for p in rotated_files(folder / (prefix + kind))]
 
 
 def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> BrokerLogs:
@@ -289,7 +271,7 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
     seq = 0
     seen: set[str] = set()  # 4.0's log4j2 config writes some lines to two files
     for path in files:
-        kind = next(k for k in LOG_KINDS if k in path.name)
+        kind = kind_of(path)
         with path.open(encoding="utf-8", errors="replace") as fh:
             text = fh.read()
         if text and not text.endswith("\n"):
@@ -318,7 +300,7 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
     if not b.version and files:
         # 0.10 logs AppInfoParser's "Kafka version" only to the console (stdout.log).
         first = files[0]
-        prefix = first.name[: first.name.index(kind_of(first))]
+        prefix = (split_name(first.name, LOG_KINDS) or ("", ""))[0]
         console = first.parent / f"{prefix}stdout.log"
         if console.is_file():
             with console.open(encoding="utf-8", errors="replace") as fh:
@@ -331,7 +313,11 @@ def parse_broker(name: str, files: list[Path], match: PartitionMatcher) -> Broke
 
 
 def kind_of(path: Path) -> str:
-    return next(k for k in LOG_KINDS if k in path.name)
+    """``server.log``, ``state-change.log`` or ``controller.log`` (rotated names too)."""
+    found = split_name(path.name, LOG_KINDS)
+    if found is None:
+        raise ReplayError(f"{path}: not a broker log ({', '.join(LOG_KINDS)})")
+    return found[1]
 
 
 def _config_line(b: BrokerLogs, line: str) -> None:

@@ -17,6 +17,7 @@ import time
 
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
+from harness.readback.log4j import read_rotated
 from reference_model.events import Event
 
 
@@ -51,10 +52,7 @@ class FetchSteps(Settling):
 
     def _truncations(self, name: str) -> int:
         """How many truncation decisions ("Truncating ...") the broker has logged."""
-        path = self.cluster.broker_log(name)
-        if path is None or not path.exists():
-            return 0
-        return path.read_text(errors="replace").count("Truncating")
+        return read_rotated(self.cluster.broker_log(name)).count("Truncating")
 
     def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
@@ -140,10 +138,8 @@ class FetchSteps(Settling):
 
     def _fenced_lines(self, name: str) -> int:
         """How often ``name``'s fetcher was fenced (KIP-320, AbstractFetcherThread)."""
-        path = self.cluster.broker_log(name)
-        if path is None or not path.exists():
-            return 0
-        return path.read_text(errors="replace").count("than the current leader. Will await")
+        text = read_rotated(self.cluster.broker_log(name))
+        return text.count("than the current leader. Will await")
 
     def fetch_while_cut(self, k: int, name: str) -> str:
         """``fetch F`` of a follower cut from the controller: it fetches from the leader it

@@ -20,6 +20,7 @@ from harness.db import PARTITION, TOPIC
 from harness.generator.playbook.cuts import CutLinks
 from harness.generator.playbook.fences import wait_until
 from harness.nemesis import faults as nemesis
+from harness.readback.log4j import read_rotated
 
 # A broker's log of LeaderAndIsr handled: one "Finished" line per request (3.x), or per
 # partition one "completed" (applied) or "ignoring" (stale epoch) line (0.10-2.x).
@@ -115,10 +116,7 @@ class Settling(CutLinks):
             return False
 
     def _lai_done(self, name: str) -> int:
-        path = self.cluster.state_change_log(name)
-        if path is None or not path.exists():
-            return 0
-        text = path.read_text(errors="replace")
+        text = read_rotated(self.cluster.state_change_log(name))
         pattern = LAI_FINISHED if LAI_FINISHED.search(text) else LAI_DONE
         return len(pattern.findall(text))
 
@@ -126,10 +124,7 @@ class Settling(CutLinks):
         """LeaderAndIsr requests sent to ``name`` by every controller of the run so far."""
         total = 0
         for controller in self._controller_brokers():
-            path = self.cluster.state_change_log(controller)
-            if path is None or not path.exists():
-                continue
-            text = path.read_text(errors="replace")
+            text = read_rotated(self.cluster.state_change_log(controller))
             pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
             bid = str(self.ids[name])
             total += sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
@@ -170,10 +165,7 @@ class Settling(CutLinks):
 
     def _replica_epoch(self, name: str) -> int:
         """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
-        path = self.cluster.state_change_log(name)
-        if path is None or not path.exists():
-            return -1
-        found = STARTS_AT_EPOCH.findall(path.read_text(errors="replace"))
+        found = STARTS_AT_EPOCH.findall(read_rotated(self.cluster.state_change_log(name)))
         return int(found[-1]) if found else -1
 
     def _lai_settled(self, name: str) -> None:

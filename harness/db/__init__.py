@@ -117,6 +117,11 @@ class Cluster(ABC):
         """Send a signal to one node's JVM (SIGKILL, SIGTERM, SIGSTOP, SIGCONT)."""
 
     @abstractmethod
+    def host_pid(self, name: str) -> int | None:
+        """The node's JVM as a process id of this host (None: not running), so faults can
+        watch it through ``/proc`` (e.g. that SIGSTOP has stopped every thread)."""
+
+    @abstractmethod
     def is_running(self, name: str) -> bool:
         """Whether the node's JVM process exists (a stopped process counts as running)."""
 

@@ -459,6 +459,10 @@ class DockerCluster(Cluster):
         with contextlib.suppress(Exception):  # already exited: nothing to signal
             w.kill(signal=SIGNALS.get(signals.Signals(sig), str(int(sig))))
 
+    def host_pid(self, name: str) -> int | None:
+        """PID 1 of the container as this host sees it (the JVM: the entrypoint execs it)."""
+        return self._pid(name)
+
     def is_running(self, name: str) -> bool:
         return self._status(name) in ("running", "paused", "restarting")
 

@@ -260,6 +260,10 @@ class LocalCluster(Cluster):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(p.pid, sig)
 
+    def host_pid(self, name: str) -> int | None:
+        p = self._procs.get(name)
+        return p.pid if p is not None and p.poll() is None else None
+
     def is_running(self, name: str) -> bool:
         p = self._procs.get(name)
         return p is not None and p.poll() is None

@@ -167,3 +167,25 @@ def jvms_under(path: Path) -> list[int]:
         if argv0.endswith(b"java") and needle in rest and alive(int(d.name)):
             pids.append(int(d.name))
     return pids
+
+
+def stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (SIGSTOP took hold), or the process is gone.
+
+    ``kill(pid, SIGSTOP)`` returns once the signal is queued; each of a JVM's threads stops
+    when the kernel next interrupts it, which on a loaded machine can be after a request
+    sent just then was answered (seen on 0.10.2.1: an ApiVersions right after the signal).
+    """
+    tasks = Path(f"/proc/{pid}/task")
+    try:
+        threads = list(tasks.iterdir())
+    except OSError:
+        return not alive(pid)
+    for t in threads:
+        try:
+            state = (t / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread exited
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True

@@ -20,7 +20,7 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.db import PARTITION, TOPIC, Cluster
+from harness.db import PARTITION, TOPIC, Cluster, ClusterError
 from harness.nemesis.network import CLIENT, Direction, Partitions, network_available
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
@@ -44,8 +44,33 @@ def clean_stop(cluster: Cluster, name: str, timeout: float = 60.0) -> None:
     cluster.wait_exit(name, timeout)
 
 
-def pause(cluster: Cluster, name: str) -> None:
+def pause(cluster: Cluster, name: str, timeout: float = 10.0) -> None:
+    """SIGSTOP, then wait until every thread of the JVM has stopped.
+
+    The signal is queued at once but takes hold thread by thread: a broker "paused" by the
+    harness could still answer a request or send a Fetch for a few milliseconds (more on a
+    loaded machine), behind the scenario's back.
+    """
+    from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
+
+    from harness.db.process import stopped
+
     cluster.signal(name, signal.SIGSTOP)
+    pid = cluster.host_pid(name)
+    if pid is None:
+        return
+
+    @retry(
+        retry=retry_if_result(lambda done: not done),
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(0.005),
+        retry_error_callback=lambda _s: False,
+    )
+    def poll() -> bool:
+        return stopped(pid)
+
+    if not poll():
+        raise ClusterError(f"{name} (pid {pid}) did not stop within {timeout:.0f}s of SIGSTOP")
 
 
 def resume(cluster: Cluster, name: str) -> None:

@@ -13,6 +13,8 @@ decision"), and to talk to a KRaft controller the way a broker does:
   ``WantFence=false`` keeps the session of a broker the scenario says is alive (paused) or
   not yet noticed dead, so the controller's liveness view follows the script.
 - ``UnregisterBroker`` v0 (api key 64) for clean-up only.
+- ``ApiVersions`` v0 (api key 18, every release from 0.10 to 4.x) as a probe: its answer
+  says the broker's request handlers took a request sent after a given moment.
 
 Encodings follow ``clients/src/main/resources/common/message/*.json``: request header v1
 (non-flexible) or v2 (flexible), big-endian ints, compact strings/arrays as
@@ -26,6 +28,7 @@ import struct
 from dataclasses import dataclass
 
 METADATA = 3
+API_VERSIONS = 18
 BROKER_HEARTBEAT = 63
 UNREGISTER_BROKER = 64
 
@@ -138,6 +141,19 @@ def _recv(s: socket.socket, n: int) -> bytes:
 def _header(api_key: int, version: int, correlation: int, flexible: bool) -> bytes:
     head = struct.pack(">hhi", api_key, version, correlation) + _string("hwchaos")
     return head + (b"\x00" if flexible else b"")
+
+
+def api_versions(host: str, port: int, timeout: float = 2.0) -> int:
+    """ApiVersions v0 to one broker; its error code (0) once a request handler answered.
+
+    Every request, this one included, goes through the broker's request queue to a
+    ``KafkaRequestHandler`` thread (``KafkaApis.handleApiVersionsRequest``), so the answer
+    means the broker was reading and handling requests after this one was sent.
+    """
+    r = _Reader(_roundtrip(host, port, _header(API_VERSIONS, 0, 1, False), timeout))
+    r.take(">i")  # correlation id
+    err: int = r.take(">h")
+    return err
 
 
 def partition_view(

@@ -63,21 +63,46 @@ class ProduceSteps(Settling):
             out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
         return "; ".join(out)
 
-    def _parked_fetches_answered(self) -> None:
-        """Wait out ``replica.fetch.wait.max.ms`` since the last follower was paused.
+    def _parked_fetches_answered(self, target: str | None = None) -> None:
+        """Wait out ``replica.fetch.wait.max.ms`` after the leader took the paused followers'
+        last Fetch requests.
 
         A follower paused just after sending its next Fetch leaves that request parked in the
         leader's fetch purgatory; a record produced before it expires completes it, and the
         paused follower applies the answer whenever it next runs (seen on 0.10.2.1 and
         3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched). The answer is not
-        observable from outside, but its deadline is the broker's own timer, so the fence is
-        that timer (twice, for scheduling slack).
+        observable from outside, but its deadline is the broker's own timer: the request's
+        arrival plus ``replica.fetch.wait.max.ms``. The arrival is bounded by observation:
+        the broker that will take the record (``target``, else the leader) answers an
+        ApiVersions sent after the last pause, so its request handlers have run past the
+        follower's Fetch, which was on the wire before the pause. From that answer the
+        fence is the broker's timer, twice for scheduling slack. Without it (a loaded
+        machine: the leader read the Fetch late) the timer alone from the pause was not
+        enough: ``elect-unclean`` on 3.3.1 once saw B hold m2 it never fetched.
         """
         wait_ms = int(
             self.cluster.brokers[self.names[0]].props.get("replica.fetch.wait.max.ms", 100)
         )
-        deadline = self._paused_at + 2 * wait_ms / 1000
+        start = self._paused_at
+        probed = self._leader_answered_after_pause(target or self.leader())
+        if probed is not None:
+            start = max(start, probed)
+        deadline = start + 2 * wait_ms / 1000
         wait_until(lambda: time.monotonic() >= deadline, "parked fetches to expire", 5.0)
+
+    def _leader_answered_after_pause(self, name: str | None) -> float | None:
+        """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:
+        down, paused, or cut from the harness's client; the timer alone then)."""
+        from harness.client.wire import WireError, api_versions
+
+        if name is None or name in self.down or name in self.held or name in self.user_paused:
+            return None
+        host, port = self.cluster.broker_address(name)
+        try:
+            api_versions(host, port, timeout=5.0)
+        except WireError:
+            return None
+        return time.monotonic()
 
     def _fresh_producer(self) -> None:
         """Runs with ``isr_shrink``: each produce step gets a producer bootstrapped from the
@@ -106,7 +131,7 @@ class ProduceSteps(Settling):
             return f"realised: {name} is down: not sent"
         if name in self.held and self.leader() == name:
             self._wake_leader()
-        self._parked_fetches_answered()
+        self._parked_fetches_answered(name)
         others = [n for n in self.cluster.brokers if n != name]
         new = self._cut(both_ways((CLIENT, n) for n in others))
         host, port = self.cluster.broker_address(name)

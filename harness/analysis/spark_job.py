@@ -49,6 +49,7 @@ from typing import Any
 
 import pandas as pd
 
+from harness.analysis import spark_sql
 from harness.analysis.common import (
     CAUSE_KEYS,
     CONFIG_KEYS,
@@ -389,6 +390,29 @@ def _columns(ddl: str) -> list[str]:
     return [part.split()[0] for part in ddl.split(",")]
 
 
+_TYPES = {
+    "string": "StringType",
+    "long": "LongType",
+    "int": "IntegerType",
+    "boolean": "BooleanType",
+}
+
+
+def _schema(ddl: str) -> Any:
+    """The ``name type, ...`` schema string as a PySpark ``StructType``, built in Python.
+
+    Spark would parse the string in the JVM (a py4j round trip, and on a fresh JVM the
+    parser's first use) each time a DataFrame is made from it.
+    """
+    from pyspark.sql import types
+
+    fields = []
+    for part in ddl.split(","):
+        name, kind = part.split()
+        fields.append(types.StructField(name, getattr(types, _TYPES[kind])()))
+    return types.StructType(fields)
+
+
 def _arrow(files: list[str], ddl: str) -> Any:
     """The given Parquet files as one Arrow table of the DDL's columns (the small path).
 
@@ -409,11 +433,11 @@ def _read(spark: Any, files: list[str], ddl: str, small: bool, table: Any = None
     Small inputs are read on the driver with pyarrow (``table``, from :func:`prepare`) and
     handed over as one Arrow table: no task per file, no file listing.
     """
+    schema = _schema(ddl)
     if not files:
-        return spark.createDataFrame([], ddl)
+        return spark.createDataFrame([], schema)
     if not small:
-        return spark.read.schema(ddl).parquet(*files)
-    schema = spark.createDataFrame([], ddl).schema
+        return spark.read.schema(schema).parquet(*files)
     return spark.createDataFrame(_arrow(files, ddl) if table is None else table, schema)
 
 
@@ -471,215 +495,6 @@ def replica_names(files: list[str], table: Any = None, limit: int = MAX_SLOTS) -
     return sorted(names) if len(names) <= limit else None
 
 
-def _positions_by_offset(replicas: Any, names: list[str]) -> Any:
-    """Per (run, offset): divergence per source, model and epoch mismatch, observed rows.
-
-    One aggregation over the replica rows, with the replicas as slots: for replica ``k``
-    the aggregate keeps the predicted and the observed record (as a 64-bit hash) and leader
-    epoch at this offset, so predicted and observed are paired without grouping by replica
-    first. Each (run, offset) group lives in one file, so the map-side partial aggregation
-    already collapses the rows to one per group before anything is shuffled.
-    """
-    from pyspark.sql import functions as F
-
-    slot = F.lit(None).cast("int")
-    for k, name in reversed(list(enumerate(names))):
-        slot = F.when(F.col("replica") == name, F.lit(k)).otherwise(slot)
-    rows = replicas.select(
-        F.xxhash64("run_id").alias("run_h"),
-        "offset",
-        (F.col("source") == "predicted").alias("pred"),
-        (F.col("source") == "observed").alias("obs"),
-        slot.alias("slot"),
-        # Records compared by their 64-bit xxhash: fixed-width aggregation buffers. Two
-        # different records of one offset of one run would have to collide (~1e-19).
-        F.xxhash64("record").alias("rec"),
-        "epoch",
-    )
-    pred, obs, rec = F.col("pred"), F.col("obs"), F.col("rec")
-    aggs = []
-    for k in range(len(names)):
-        mine = F.col("slot") == k
-        aggs += [
-            F.max(F.when(pred & mine, rec)).alias(f"rp{k}"),
-            F.max(F.when(obs & mine, rec)).alias(f"ro{k}"),
-            F.max(F.when(pred & mine, F.col("epoch"))).alias(f"ep{k}"),
-            F.max(F.when(obs & mine, F.col("epoch"))).alias(f"eo{k}"),
-        ]
-    g = rows.groupBy("run_h", "offset").agg(*aggs) if names else rows.select("run_h")
-    mm = F.lit(False)
-    em = F.lit(False)
-    for k in range(len(names)):
-        rp, ro, ep, eo = (F.col(f"{c}{k}") for c in ("rp", "ro", "ep", "eo"))
-        mm = mm | ~rp.eqNullSafe(ro)
-        em = em | F.coalesce((rp == ro) & (ep >= 0) & (eo >= 0) & (ep != eo), F.lit(False))
-
-    def differ(side: str) -> Any:
-        """Two replicas hold different records here: least != greatest (both skip nulls)."""
-        if len(names) < 2:
-            return F.lit(0)
-        cols = [F.col(f"{side}{k}") for k in range(len(names))]
-        return F.coalesce((F.least(*cols) != F.greatest(*cols)).cast("int"), F.lit(0))
-
-    observed = F.lit(False)
-    for k in range(len(names)):
-        observed = observed | F.col(f"ro{k}").isNotNull()
-    return g.select(
-        "run_h",
-        differ("rp").alias("div_p"),
-        differ("ro").alias("div_o"),
-        mm.cast("int").alias("mm"),
-        em.cast("int").alias("em"),
-        observed.cast("int").alias("has_obs"),
-    )
-
-
-def _positions_by_replica(replicas: Any, partitions: int) -> Any:
-    """The same per (run, offset) columns for inputs with many replica names (no slots).
-
-    Pairs predicted and observed per (run, replica, offset) first. The rows are partitioned
-    by run once, and both groupings below are keyed by the run plus something, so they
-    need no further shuffle; slower than the slots, which is why it is only the fallback.
-    """
-    from pyspark.sql import functions as F
-
-    pred = F.col("pred")
-    positions = (
-        replicas.select(
-            F.xxhash64("run_id").alias("run_h"),
-            F.xxhash64("replica").alias("replica"),
-            "offset",
-            "epoch",
-            (F.col("source") == "predicted").alias("pred"),
-            (F.col("source") == "observed").alias("obs"),
-            F.xxhash64("record").alias("record"),
-        )
-        .repartition(partitions, "run_h")
-        .groupBy("run_h", "replica", "offset")
-        .agg(
-            F.max(F.when(pred, F.col("record"))).alias("rp"),
-            F.max(F.when(F.col("obs"), F.col("record"))).alias("ro"),
-            F.max(F.when(pred, F.col("epoch"))).alias("ep"),
-            F.max(F.when(F.col("obs"), F.col("epoch"))).alias("eo"),
-        )
-    )
-    both = F.col("rp").isNotNull() & F.col("ro").isNotNull()
-    return positions.groupBy("run_h", "offset").agg(
-        F.coalesce((F.min("rp") != F.max("rp")).cast("int"), F.lit(0)).alias("div_p"),
-        F.coalesce((F.min("ro") != F.max("ro")).cast("int"), F.lit(0)).alias("div_o"),
-        F.max((~F.col("rp").eqNullSafe(F.col("ro"))).cast("int")).alias("mm"),
-        F.max(
-            (
-                both
-                & (F.col("rp") == F.col("ro"))
-                & (F.col("ep") >= 0)
-                & (F.col("eo") >= 0)
-                & (F.col("ep") != F.col("eo"))
-            ).cast("int")
-        ).alias("em"),
-        F.max(F.col("ro").isNotNull().cast("int")).alias("has_obs"),
-    )
-
-
-_PER_RUN_ROWS = [
-    "div_p", "div_o", "mm", "em", "has_obs",
-    "writes_acked_predicted", "acked_lost_predicted",
-    "writes_acked_observed", "acked_lost_observed", "obs_writes",
-]  # fmt: skip
-
-
-def write_groups(writes: Any) -> Any:
-    """Writes per (run, source, lost_step, lost_event): acknowledged, and those lost.
-
-    A few rows per run; both the per-run write measures and the loss causes are summed from
-    it, in one job, so the write rows are read and shuffled once.
-    """
-    from pyspark.sql import functions as F
-
-    acked = F.coalesce(F.col("acked"), F.lit(False))
-    lost = F.coalesce(F.col("lost"), F.lit(False))
-    return writes.groupBy(
-        F.xxhash64("run_id").alias("run_h"), "source", "lost_step", "lost_event"
-    ).agg(
-        F.sum(acked.cast("long")).alias("acked"),
-        F.sum((acked & lost).cast("long")).alias("lost_acked"),
-    )
-
-
-def per_run(by_offset: Any, wgroups: Any) -> Any:
-    """One row per run that has rows: the per-run measures, keyed by ``run_h``.
-
-    The replica side (one row per run and offset) and the write side (:func:`write_groups`)
-    are stacked and summed per run in one aggregation; a run's ``run_h`` is the 64-bit
-    xxhash of its ``run_id`` (two run ids of one input would have to collide, ~n^2/2^65).
-    """
-    from pyspark.sql import functions as F
-
-    zero = F.lit(0).cast("long")
-    rep = by_offset.select(
-        "run_h",
-        *[F.col(c).cast("long").alias(c) for c in ("div_p", "div_o", "mm", "em", "has_obs")],
-        *[zero.alias(c) for c in _PER_RUN_ROWS[5:]],
-    )
-    source = F.col("source")
-    wrows = wgroups.select(
-        "run_h",
-        *[zero.alias(c) for c in _PER_RUN_ROWS[:5]],
-        *[
-            F.when(source == src, F.col(col)).otherwise(zero).alias(f"{measure}_{src}")
-            for src in ("predicted", "observed")
-            for measure, col in (("writes_acked", "acked"), ("acked_lost", "lost_acked"))
-        ],
-        F.coalesce((source == "observed").cast("long"), zero).alias("obs_writes"),
-    )
-    return (
-        rep.unionByName(wrows)
-        .groupBy("run_h")
-        .agg(
-            F.sum("div_p").alias("divergent_offsets_predicted"),
-            F.sum("div_o").alias("divergent_offsets_observed"),
-            F.max("mm").alias("mm"),
-            F.max("em").alias("em"),
-            F.max("has_obs").alias("obs_replicas"),
-            *[F.sum(c).alias(c) for c in _PER_RUN_ROWS[5:9]],
-            F.max("obs_writes").alias("obs_writes"),
-        )
-    )
-
-
-def derived(runs: Any, measures: Any) -> Any:
-    """Every run of ``runs`` with :data:`MEASURES` (0 where a run has no rows).
-
-    The evidence columns: observed figures for played runs, predicted for the others. A
-    model-only run has nothing observed to mismatch: its missing rows are not a diff.
-    """
-    from pyspark.sql import functions as F
-
-    m = runs.join(measures, "run_h", "left").fillna(0)
-    played = F.greatest(F.col("obs_replicas"), F.col("obs_writes")).cast("long")
-    m = m.select(
-        *[F.col(c) for c in (*CONFIG_KEYS, "scenario")],
-        F.lit(1).cast("long").alias("runs"),
-        played.alias("runs_played"),
-        (F.col("mm") * played).alias("model_mismatches"),
-        (F.col("em") * played).alias("epoch_mismatches"),
-        *[
-            F.col(f"{m}_{s}")
-            for m in ("writes_acked", "acked_lost", "divergent_offsets")
-            for s in ("predicted", "observed")
-        ],
-    )
-    is_played = F.col("runs_played") > 0
-    for c in ("writes_acked", "acked_lost", "divergent_offsets"):
-        m = m.withColumn(
-            c, F.when(is_played, F.col(f"{c}_observed")).otherwise(F.col(f"{c}_predicted"))
-        )
-    return m.withColumn(
-        "acked_lost_predicted_played",
-        F.when(is_played, F.col("acked_lost_predicted")).otherwise(F.lit(0).cast("long")),
-    )
-
-
 def summarise(
     root: Path,
     spark: Any,
@@ -693,11 +508,9 @@ def summarise(
     input itself (0: always let the executors read the files); ``slots=False`` forces the
     pairing by replica that inputs with more than :data:`MAX_SLOTS` replica names take;
     ``inputs``: what :func:`prepare` already read of ``root`` (same ``small_rows``).
-    Two Spark jobs: both summary tables from one aggregation with grouping sets, and the
-    loss causes.
+    One Spark job for the three tables, planned from one SQL statement
+    (:mod:`harness.analysis.spark_sql`): the plan costs a handful of py4j round trips.
     """
-    from pyspark.sql import functions as F
-
     if inputs is None:
         inputs = prepare(root, small_rows)
     runs_pd, files = inputs.runs, inputs.files
@@ -707,51 +520,21 @@ def summarise(
         sizing = plan(files, spark.sparkContext.defaultParallelism, small_rows)
     for key, value in _confs(sizing).items():
         spark.conf.set(key, value)
-    runs = spark.createDataFrame(runs_pd[RUN_COLUMNS], RUNS_DDL).withColumn(
-        "run_h", F.xxhash64("run_id")
-    )
+    runs = spark.createDataFrame(runs_pd[RUN_COLUMNS], _schema(RUNS_DDL))
     table = inputs.replicas
     replicas = _read(spark, files["replicas"], REPLICAS_DDL, sizing.small, table)
     writes = _read(spark, files["writes"], WRITES_DDL, sizing.small, inputs.writes)
     names = replica_names(files["replicas"], table) if slots and files["replicas"] else None
-    if names is not None or not files["replicas"]:
-        by_offset = _positions_by_offset(replicas, names or [])
-    else:
-        by_offset = _positions_by_replica(replicas, sizing.partitions)
-    wgroups = write_groups(writes)
-    metrics = derived(runs, per_run(by_offset, wgroups))
-    sums = [F.sum(m).cast("long").alias(m) for m in MEASURES]
-    grouped = metrics.groupingSets(
-        [list(CONFIG_KEYS), list(SCENARIO_KEYS)], *CONFIG_KEYS, "scenario"
-    ).agg(F.grouping_id().cast("int").alias("gid"), *sums)
-    causes = (
-        # ``acked >= lost_acked`` always holds; naming ``acked`` keeps this branch's write
-        # groups identical to the per-run branch's (else column pruning drops that sum
-        # here), so Spark computes them once and reuses the exchange.
-        wgroups.where((F.col("lost_acked") > 0) & (F.col("acked") >= F.col("lost_acked")))
-        .join(F.broadcast(runs.select("run_h", "scenario", "version", "protocol")), "run_h")
-        .groupBy(*CAUSE_KEYS)
-        .agg(F.sum("lost_acked").cast("long").alias("lost_writes"))
-        .withColumn("gid", F.lit(-1))
-    )
-    # One job for the three tables: the write groups feed two branches, and Spark reuses
-    # the one exchange that computes them.
-    both = _pandas(grouped.unionByName(causes, allowMissingColumns=True))
+    if names is None and not files["replicas"]:
+        names = []
+    text, values = spark_sql.job(names, sizing.partitions)
+    both = _pandas(spark.sql(text, runs=runs, replicas=replicas, writes=writes, **values))
     out: dict[str, pd.DataFrame] = {}
     for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario_version", SCENARIO_KEYS)):
-        out[name] = normalise(both[both["gid"] == _gid(keys)][[*keys, *MEASURES]], keys)
+        out[name] = normalise(both[both["gid"] == spark_sql.gid(keys)][[*keys, *MEASURES]], keys)
     cause_rows = both[both["gid"] == -1][[*CAUSE_KEYS, "lost_writes"]]
     out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
     return out
-
-
-_GROUP_COLUMNS = [*CONFIG_KEYS, "scenario"]
-
-
-def _gid(keys: list[str]) -> int:
-    """The grouping_id() of the grouping set ``keys`` over :data:`_GROUP_COLUMNS`."""
-    n = len(_GROUP_COLUMNS)
-    return sum(1 << (n - 1 - i) for i, c in enumerate(_GROUP_COLUMNS) if c not in keys)
 
 
 def analyze(

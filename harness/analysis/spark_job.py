@@ -5,8 +5,9 @@ grows past what one pandas process holds comfortably, and the same job then runs
 cluster unchanged (``--master``). Locally it runs as ``local[2]`` with a small driver, which
 is what this 2-core machine has.
 
-Shape of the job (one Spark job for the three tables, no Python per row, every step a
-Catalyst expression):
+Shape of the job (one Spark job for the three tables, no Python per row, the whole plan one
+Spark SQL statement, :mod:`harness.analysis.spark_sql`, so building it costs a handful of
+py4j round trips instead of thousands):
 
 * Run key: ``run_h = xxhash64(run_id)``, computed where the rows are read; the run metadata
   (one row per run) joins only the per-run results, never the rows.
@@ -18,7 +19,7 @@ Catalyst expression):
   partial aggregation collapses a run's rows before the one big shuffle, which then moves
   one row per (run, offset) instead of one per replica row. Above :data:`MAX_SLOTS`
   replica names the job pairs per (run, replica, offset) instead, after partitioning by run
-  once (:func:`_positions_by_replica`).
+  once (:func:`harness.analysis.spark_sql.positions_by_replica`).
 * Write rows: grouped per (run, source, lost_step, lost_event) once; the per-run write
   measures and the loss causes are both summed from that, and Spark reuses its exchange.
 * Per run: replica and write sides stacked and summed by ``run_h``; joined to the metadata;
@@ -31,10 +32,11 @@ read tasks take at most about as many rows (their partial aggregation holds its 
 memory and must not fall back to sorting), and adaptive execution coalesces what turns out
 small. Inputs of at most :data:`SMALL_ROWS` rows (a model-only matrix of hundreds of runs
 has a few thousand) take the fast path: the driver reads them with pyarrow and hands Spark
-one Arrow table per kind, and the plan runs interpreted in one partition; the CLI also
-starts the JVM with its quick compiler only for them (:func:`session`). Opening hundreds of
-tiny files from tasks, scheduling near-empty tasks and JIT-compiling is what a small
-matrix spent its time on.
+one Arrow table per kind, and the plan runs interpreted in one partition (inputs coalesced
+to one partition, so no shuffle but the grouping sets', joins hashed in the task instead of
+broadcast: one job of two stages); the CLI also starts the JVM with its quick compiler
+only for them (:func:`session`). Opening hundreds of tiny files from tasks, scheduling
+near-empty tasks, shuffling and JIT-compiling is what a small matrix spent its time on.
 """
 
 from __future__ import annotations
@@ -527,7 +529,7 @@ def summarise(
     names = replica_names(files["replicas"], table) if slots and files["replicas"] else None
     if names is None and not files["replicas"]:
         names = []
-    text, values = spark_sql.job(names, sizing.partitions)
+    text, values = spark_sql.job(names, sizing.partitions, single=sizing.small)
     both = _pandas(spark.sql(text, runs=runs, replicas=replicas, writes=writes, **values))
     out: dict[str, pd.DataFrame] = {}
     for name, keys in (("by_config", CONFIG_KEYS), ("by_scenario_version", SCENARIO_KEYS)):

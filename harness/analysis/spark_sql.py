@@ -72,7 +72,7 @@ def positions_by_offset(slots: int) -> str:
         # No replica names (no rows, or every name null): nothing to pair or compare.
         return (
             "by_offset AS (SELECT xxhash64(run_id) AS run_h, 0 AS div_p, 0 AS div_o,"
-            " 0 AS mm, 0 AS em, 0 AS has_obs FROM {replicas})"
+            " 0 AS mm, 0 AS em, 0 AS has_obs FROM replicas_in)"
         )
     case = " ".join(f"WHEN {{r{k}}} THEN {k}" for k in range(slots))
     aggs = []
@@ -105,7 +105,7 @@ def positions_by_offset(slots: int) -> str:
          source = 'predicted' AS pred, source = 'observed' AS obs,
          CASE replica {case} END AS slot,
          xxhash64(record) AS rec, epoch
-  FROM {{replicas}}),
+  FROM replicas_in),
 slot_groups AS (
   SELECT run_h, `offset`, {", ".join(aggs)}
   FROM slot_rows GROUP BY run_h, `offset`),
@@ -128,7 +128,7 @@ def positions_by_replica(partitions: int) -> str:
          xxhash64(run_id) AS run_h, xxhash64(replica) AS replica, `offset`, epoch,
          source = 'predicted' AS pred, source = 'observed' AS obs,
          xxhash64(record) AS record
-  FROM {{replicas}}),
+  FROM replicas_in),
 pairs AS (
   SELECT run_h, replica, `offset`,
          max(CASE WHEN pred THEN record END) AS rp, max(CASE WHEN obs THEN record END) AS ro,
@@ -152,7 +152,7 @@ _WRITE_GROUPS = """write_groups AS (
   SELECT xxhash64(run_id) AS run_h, source, lost_step, lost_event,
          sum(CAST(coalesce(acked, false) AS BIGINT)) AS acked,
          sum(CAST(coalesce(acked, false) AND coalesce(lost, false) AS BIGINT)) AS lost_acked
-  FROM {writes} GROUP BY xxhash64(run_id), source, lost_step, lost_event)"""
+  FROM writes_in GROUP BY xxhash64(run_id), source, lost_step, lost_event)"""
 
 
 def _per_run() -> str:
@@ -186,7 +186,7 @@ def _per_run() -> str:
   GROUP BY run_h)"""
 
 
-def _derived() -> str:
+def _derived(single: bool) -> str:
     """Every run with :data:`MEASURES` (0 where a run has no rows).
 
     The evidence columns: observed figures for played runs, predicted for the others. A
@@ -202,9 +202,14 @@ def _derived() -> str:
         f"CASE WHEN played > 0 THEN {c}_observed ELSE {c}_predicted END AS {c}"
         for c in ("writes_acked", "acked_lost", "divergent_offsets")
     )
-    return f"""runs_h AS (SELECT *, xxhash64(run_id) AS run_h FROM {{runs}}),
+    sides = ", ".join(
+        f"{c}_{s}"
+        for c in ("writes_acked", "acked_lost", "divergent_offsets")
+        for s in ("predicted", "observed")
+    )
+    return f"""runs_h AS (SELECT *, xxhash64(run_id) AS run_h FROM runs_in),
 joined AS (
-  SELECT {keys}, {m}
+  SELECT {join_hint("m", single)}{keys}, {m}
   FROM runs_h r LEFT JOIN measures m ON r.run_h = m.run_h),
 played_runs AS (
   SELECT *, CAST(greatest(obs_replicas, obs_writes) AS BIGINT) AS played FROM joined),
@@ -212,17 +217,16 @@ metrics AS (
   SELECT {", ".join(GROUP_COLUMNS)},
          1L AS runs, played AS runs_played,
          mm * played AS model_mismatches, em * played AS epoch_mismatches,
-         {
-        ", ".join(
-            f"{c}_{s}"
-            for c in ("writes_acked", "acked_lost", "divergent_offsets")
-            for s in ("predicted", "observed")
-        )
-    },
+         {sides},
          {evidence},
          CASE WHEN played > 0 THEN acked_lost_predicted ELSE 0L END
            AS acked_lost_predicted_played
   FROM played_runs)"""
+
+
+def join_hint(build: str, single: bool) -> str:
+    """On one partition, join by hashing ``build`` in the task: no broadcast job, no sort."""
+    return f"/*+ SHUFFLE_HASH({build}) */ " if single else ""
 
 
 def _select(values: dict[str, str]) -> str:
@@ -233,13 +237,14 @@ def _select(values: dict[str, str]) -> str:
     )
 
 
-def _summary() -> str:
+def _summary(single: bool) -> str:
     """Both summary tables from one aggregation with grouping sets, and the loss causes.
 
     One job for the three tables: the write groups feed two branches, and Spark reuses the
     one exchange that computes them. ``acked >= lost_acked`` always holds; naming ``acked``
     keeps this branch's write groups identical to the per-run branch's (else column
-    pruning drops that sum here), so Spark computes them once and reuses the exchange.
+    pruning drops that sum here), so Spark computes them once and reuses the exchange. (On
+    one partition, ``single``, there is no exchange: the few write rows are grouped twice.)
     """
     grouped = _select(
         {
@@ -264,18 +269,23 @@ def _summary() -> str:
 FROM metrics
 GROUP BY {", ".join(GROUP_COLUMNS)} GROUPING SETS ({sets})
 UNION ALL
-SELECT /*+ BROADCAST(r) */ {causes}
+SELECT {join_hint("r", single) or "/*+ BROADCAST(r) */ "}{causes}
 FROM write_groups w JOIN runs_h r ON w.run_h = r.run_h
 WHERE w.lost_acked > 0 AND w.acked >= w.lost_acked
 GROUP BY {cause_keys}"""
 
 
-def job(names: list[str] | None, partitions: int) -> tuple[str, dict[str, str]]:
+def job(
+    names: list[str] | None, partitions: int, single: bool = False
+) -> tuple[str, dict[str, str]]:
     """The statement for the three tables, and the replica names to bind to ``{rk}``.
 
     ``names``: the replica names, one slot each (:func:`positions_by_offset`); None pairs
     per replica instead (:func:`positions_by_replica`), with the rows repartitioned by run
-    into ``partitions``.
+    into ``partitions``. ``single``: the inputs are small tables on the driver; each is
+    coalesced into one partition (no shuffle), which every grouping below then already
+    satisfies, so the plan has no exchange but the ones its joins and union need: a small
+    first query spends its time on Spark's machinery, not on the rows.
     """
     if names is None:
         positions = positions_by_replica(partitions)
@@ -283,7 +293,12 @@ def job(names: list[str] | None, partitions: int) -> tuple[str, dict[str, str]]:
     else:
         positions = positions_by_offset(len(names))
         values = {f"r{k}": name for k, name in enumerate(names)}
-    text = f"WITH {positions},\n{_WRITE_GROUPS},\n{_per_run()},\n{_derived()}\n{_summary()}"
+    hint = "/*+ COALESCE(1) */ " if single else ""
+    inputs = ",\n".join(
+        f"{t}_in AS (SELECT {hint}* FROM {{{t}}})" for t in ("runs", "replicas", "writes")
+    )
+    steps = [inputs, positions, _WRITE_GROUPS, _per_run(), _derived(single)]
+    text = "WITH " + ",\n".join(steps) + "\n" + _summary(single)
     return text, values
 
 

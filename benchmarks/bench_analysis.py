@@ -18,13 +18,15 @@ session, then again), alternately with and without the driver's class archive (C
 medians of ``--rounds`` each, and session start + first query as one figure; a session that
 records the archive is not counted); one Spark session for the 10 M set, run twice ("cold"
 includes the JVM compiling the job's generated code, "warm" is the second pass); session
-stopped; pandas on the same Parquet files, and the tables of both compared.
+stopped; pandas on the same Parquet files, and the tables of both compared. The first query
+of each matrix session also counts its py4j round trips to the driver JVM. ``--matrix-only``
+stops after the matrix sessions.
 
-Run: .venv/bin/python benchmarks/bench_analysis.py [--runs N] [--master URL]
-[--scale-rows 200000000] (or HWCHAOS_BENCH_SCALE_ROWS): the scale run writes its set in
-chunks under a temp dir (about 100 MB on disk, plus Spark's shuffle files), runs Spark with
-``--driver-memory`` (default 4g), then pandas in a subprocess limited to ``--pandas-limit``
-GiB of address space (RLIMIT_AS), and removes the set.
+Run: .venv/bin/python benchmarks/bench_analysis.py [--runs N] [--master URL] [--rounds N]
+[--matrix-only] [--scale-rows 200000000] (or HWCHAOS_BENCH_SCALE_ROWS): the scale run
+writes its set in chunks under a temp dir (about 100 MB on disk, plus Spark's shuffle
+files), runs Spark with ``--driver-memory`` (default 4g), then pandas in a subprocess
+limited to ``--pandas-limit`` GiB of address space (RLIMIT_AS), and removes the set.
 """
 
 from __future__ import annotations
@@ -125,11 +127,21 @@ clock = JvmClock(spark)
 out["startup_cpu"] = clock() + own_cpu() - p0
 out["cds"] = spark_job.archive_state(spark)
 expected = pandas_job.summarise(matrix)
+# Round trips to the driver JVM (py4j commands) per query: each costs a socket exchange and
+# whatever the JVM does for it, so a plan built call by call shows here.
+import py4j.clientserver
+sent = [0]
+send = py4j.clientserver.ClientServerConnection.send_command
+def counted(self, command):
+    sent[0] += 1
+    return send(self, command)
+py4j.clientserver.ClientServerConnection.send_command = counted
 try:
     for i in range(3):
+        sent[0] = 0
         tables, wall, cpu = timed_spark(spark, clock, matrix, inputs if i == 0 else None)
         same(tables, expected)
-        out["passes"].append([wall, cpu, load()])
+        out["passes"].append([wall, cpu, load(), sent[0]])
 finally:
     spark_job.stop(spark)
 print("JSON " + json.dumps(out))
@@ -177,7 +189,8 @@ def matrix_figures(matrix: Path, master: str, rounds: int) -> None:
             print(
                 f"spark matrix session (cds {got['cds']}): start {got['startup']:.2f}s "
                 f"({got['startup_cpu']:.2f} CPU s), first query {first[0]:.2f}s "
-                f"({first[1]:.2f} CPU s), again {got['passes'][1][0]:.2f}s; {first[2]}",
+                f"({first[1]:.2f} CPU s, {first[3]} py4j round trips), "
+                f"again {got['passes'][1][0]:.2f}s; {first[2]}",
                 flush=True,
             )
             if got["cds"] != "writing":
@@ -201,6 +214,8 @@ def matrix_figures(matrix: Path, master: str, rounds: int) -> None:
             name = f"{pre}: {n}-run matrix, {label}"
             emit(name, walls[i], "s", versus(walls[i], 5.0, ""), walls[i] <= 5)
             emit(f"{name}, CPU", cpus[i], "CPU s")
+        trips = median([g["passes"][0][3] for g in got_runs])
+        emit(f"{pre}: {n}-run matrix, first query, py4j round trips", int(trips), "calls")
         emit(f"{pre}: {n}-run matrix, session start + first query", total, "s")
 
 
@@ -220,6 +235,9 @@ def standard(args: argparse.Namespace) -> None:
             finally:
                 sys.stdout, sys.stderr = saved, saved_err
         print(f"matrix (make demo's) written in {time.perf_counter() - t0:.1f}s", flush=True)
+        if args.matrix_only:
+            matrix_figures(matrix, args.master, args.rounds)
+            return
         data = tmp / "set"
         t0 = time.perf_counter()
         gen = generate(data, Spec(runs=args.runs, observed_fraction=0.8))
@@ -380,6 +398,9 @@ def main() -> None:
         "--scale-rows", type=int, default=int(os.environ.get("HWCHAOS_BENCH_SCALE_ROWS", "0"))
     )
     p.add_argument("--scale-only", action="store_true", help="skip the matrix and 10 M set")
+    p.add_argument(
+        "--matrix-only", action="store_true", help="only the matrix sessions (no 10 M set)"
+    )
     p.add_argument("--driver-memory", default="4g")
     p.add_argument("--pandas-limit", type=int, default=10, help="GiB of address space")
     args = p.parse_args()

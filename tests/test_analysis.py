@@ -250,6 +250,28 @@ def test_pairing_by_replica_equals_slots(
         assert_same(pairs, pandas_job.summarise(root))
 
 
+@READ_PATHS
+def test_replica_names_that_sql_would_misread(
+    tmp_path: Path, spark: Any, small_rows: int | None
+) -> None:
+    """Replica names are bound into the job's SQL statement as literals: quotes, backslashes
+    and braces in them must reach Spark as the names, so the slots pair the same rows."""
+    p, o = "predicted", "observed"
+    odd = ["it's", "back\\slash", "{r0}", '"q"', "B"]
+    reps: list[Row] = [(s, r, 0, "m1", 0) for s in (p, o) for r in odd]
+    reps += [(p, odd[0], 1, "m2", 0), (o, odd[0], 1, "m2", 1), (p, odd[1], 1, "m3", 0)]
+    _run(tmp_path, "q1", "2.1.1", "kip320", reps, [(p, "m1", False, -1, "")])
+    _run(tmp_path, "q2", "2.1.1", "kip320", [(p, odd[2], 0, "m1", 0)], [])
+    slots = spark_job.summarise(tmp_path, spark, small_rows)
+    assert_same(slots, spark_job.summarise(tmp_path, spark, small_rows, slots=False))
+    assert_same(slots, pandas_job.summarise(tmp_path))
+    row = slots["by_config"].iloc[0]
+    # q1: offset 1 diverges on the predicted side (m2 vs m3), back\slash has no observed m3
+    # there (a mismatch), and it's holds m2 under another epoch; q2 is model-only.
+    assert (row["divergent_offsets_predicted"], row["model_mismatches"]) == (1, 1)
+    assert row["epoch_mismatches"] == 1
+
+
 def test_replica_names_from_parquet_dictionaries(tmp_path: Path) -> None:
     generate(tmp_path, Spec(runs=60, replicas=4, offsets=3, chunk_runs=25))
     _, files = locate(tmp_path)

@@ -484,20 +484,29 @@ class Canonicaliser:
         reps = st.replicas
         ids = self._ids_rep
         mk: Any
-        for k in inv:
-            mk = (0, reps[k], pm, rkey)
+        if rn is None and inv == self.identity:
+            # Nothing renamed (the usual case): a replica and the controller relabel to
+            # themselves, so they are their own canonical form and are interned directly
+            # (one hash each, no memo key, no relabelled copy).
+            for rep in reps:
+                out.append(ids.setdefault(rep, len(ids)))
+            ids = self._ids_ctrl
+            out.append(ids.setdefault(st.controller, len(ids)))
+        else:
+            for k in inv:
+                mk = (0, reps[k], pm, rkey)
+                c = memo.get(mk)
+                if c is None:
+                    t = tr["Replica"](reps[k], pm, inv, rmap)
+                    c = memo[mk] = ids.setdefault(t, len(ids))
+                out.append(c)
+            mk = (1, st.controller, pm)
             c = memo.get(mk)
             if c is None:
-                t = tr["Replica"](reps[k], pm, inv, rmap)
+                t = tr["Controller"](st.controller, pm, inv, rmap)
+                ids = self._ids_ctrl
                 c = memo[mk] = ids.setdefault(t, len(ids))
             out.append(c)
-        mk = (1, st.controller, pm)
-        c = memo.get(mk)
-        if c is None:
-            t = tr["Controller"](st.controller, pm, inv, rmap)
-            ids = self._ids_ctrl
-            c = memo[mk] = ids.setdefault(t, len(ids))
-        out.append(c)
         inflight = st.inflight
         ids = self._ids_resp
         for k in inv:
@@ -532,10 +541,14 @@ class Canonicaliser:
         reps = st.replicas
         # Fast path: the plain fields alone already order the replicas (the signature's first
         # component, so this is the same order the full signature gives).
-        plains = [plain(rep) for rep in reps]
-        order = sorted(range(self.n), key=plains.__getitem__, reverse=True)
-        if all(plains[order[j]] != plains[order[j + 1]] for j in range(self.n - 1)):
-            return [tuple(order)]
+        # (Sorting (plain, index) pairs gives the same order whenever the plain fields differ,
+        # the only case returned here.)
+        dec = sorted([(plain(rep), i) for i, rep in enumerate(reps)], reverse=True)
+        for j in range(self.n - 1):
+            if dec[j][0] == dec[j + 1][0]:
+                break
+        else:
+            return [tuple([d[1] for d in dec])]
         ctrl = st.controller
         sets: list[Any] = [ctrl[k] for k in self._ctrl_sets]
         leads: list[Any] = [ctrl[k] for k in self._ctrl_leader]

@@ -66,8 +66,9 @@ _PS_FIELDS: Final = (
 )
 if PartitionState._fields != _PS_FIELDS:
     raise ImportError(
-        "reference_model.transitions: PartitionState fields changed; update _PS_FIELDS "
-        f"and the helpers that build states (_with, _with_inflight): {PartitionState._fields}"
+        "reference_model.transitions: PartitionState fields changed; update _PS_FIELDS and "
+        "the helpers that build states (_with, _with_inflight, _with_controller): "
+        f"{PartitionState._fields}"
     )
 
 
@@ -99,6 +100,12 @@ def _with_inflight(
     elif rep is None:
         return st
     out: PartitionState = _new(PartitionState, (reps, st[1], inf, st[3], st[4], st[5], st[6]))
+    return out
+
+
+def _with_controller(st: PartitionState, ctrl: Controller) -> PartitionState:
+    """``st`` with the controller's view replaced (``st._replace(controller=...)``)."""
+    out: PartitionState = _new(PartitionState, (st[0], ctrl, st[2], st[3], st[4], st[5], st[6]))
     return out
 
 
@@ -283,13 +290,13 @@ def _deliver(cfg: Config, st: PartitionState) -> PartitionState:
     out = st.controller._replace(pending=frozenset(still))
     if cut:
         out = out._replace(held=out.held | cut)
-    return st._replace(controller=out)
+    return _with_controller(st, out)
 
 
 def _broadcast(st: PartitionState, ctrl: Controller, hold: frozenset[int]) -> PartitionState:
     """The controller sends its new decision to every broker it believes alive."""
-    return st._replace(
-        controller=ctrl._replace(pending=ctrl.live, held=ctrl.held | (hold & ctrl.live))
+    return _with_controller(
+        st, ctrl._replace(pending=ctrl.live, held=ctrl.held | (hold & ctrl.live))
     )
 
 
@@ -444,7 +451,7 @@ def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         # to the start of the leader's epoch); the leader writes the new ISR to ZooKeeper or
         # sends AlterPartition (a stale leader's conditional update would fail).
         lead = lead._replace(isr=lead.isr | {f})
-        st = st._replace(controller=_expand_elr(cfg, ctrl)._replace(isr=lead.isr))
+        st = _with_controller(st, _expand_elr(cfg, ctrl)._replace(isr=lead.isr))
     lead = _leader_hw(cfg, lead, l_idx)
     resp = FetchResponse(l_idx, lead.epoch, fetch_offset, lead.log[fetch_offset:], lead.hw)
     st = _with_inflight(st, l_idx, lead, f, resp)
@@ -597,7 +604,7 @@ def _register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> 
             st = _broadcast(st, elected, hold)
             return _deliver(cfg, st), f"controller elects {cfg.brokers[elected.leader]}"
     held = ctrl.held | ({i} if i in hold else frozenset())
-    st = st._replace(controller=ctrl._replace(pending=ctrl.pending | {i}, held=held))
+    st = _with_controller(st, ctrl._replace(pending=ctrl.pending | {i}, held=held))
     return _deliver(cfg, st), OK
 
 
@@ -660,7 +667,7 @@ def _controller_failure(cfg: Config, st: PartitionState, i: int, hold: frozenset
         ctrl = ctrl._replace(isr=ctrl.isr - {i}, epoch=ctrl.epoch + 1)
         st = _broadcast(st, ctrl, hold)
         return _deliver(cfg, st), f"controller: {name} failed, removed from ISR"
-    return st._replace(controller=ctrl), f"controller: {name} failed"
+    return _with_controller(st, ctrl), f"controller: {name} failed"
 
 
 def _detect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
@@ -730,7 +737,7 @@ def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return st, f"no LeaderAndIsr held back from {cfg.brokers[i]}"
     if st.cuts and controller_cut(st.cuts, i):
         return st, f"{cfg.brokers[i]} is still cut from the controller: LeaderAndIsr waits"
-    st = st._replace(controller=ctrl._replace(held=ctrl.held - {i}))
+    st = _with_controller(st, ctrl._replace(held=ctrl.held - {i}))
     return _deliver(cfg, st), OK
 
 
@@ -870,7 +877,7 @@ def _kraft_fence(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) 
     ELR member stays in the ELR.
     """
     ctrl = st.controller
-    st = st._replace(controller=ctrl._replace(live=ctrl.live - {i}))
+    st = _with_controller(st, ctrl._replace(live=ctrl.live - {i}))
     name = cfg.brokers[i]
     if i not in ctrl.isr:
         return st, f"controller: {name} fenced"
@@ -891,7 +898,7 @@ def _kraft_register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int
     rep = st.replicas[i]
     name = cfg.brokers[i]
     notes = []
-    st = st._replace(controller=ctrl._replace(live=ctrl.live - {i}))
+    st = _with_controller(st, ctrl._replace(live=ctrl.live - {i}))
     if cfg.generation.unclean_shutdown_detection and rep.unclean_stop:
         if i in ctrl.isr or i in ctrl.elr:
             st, note = _kraft_change(
@@ -917,14 +924,14 @@ def _kraft_register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int
 def _kraft_unfence(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
     """handleBrokerUnfenced: ``i`` is active again; leaderless partitions try an election."""
     ctrl = st.controller
-    st = st._replace(controller=ctrl._replace(live=ctrl.live | {i}))
+    st = _with_controller(st, ctrl._replace(live=ctrl.live | {i}))
     if ctrl.leader == NO_LEADER:
         st, note = _kraft_change(cfg, st, ctrl.isr, hold, add=i, what=f"{cfg.brokers[i]} unfenced")
         if st.controller.leader != NO_LEADER:
             return st, note
     ctrl = st.controller
     held = ctrl.held | ({i} if i in hold else frozenset())
-    st = st._replace(controller=ctrl._replace(pending=ctrl.pending | {i}, held=held))
+    st = _with_controller(st, ctrl._replace(pending=ctrl.pending | {i}, held=held))
     return _deliver(cfg, st), OK
 
 
@@ -983,7 +990,7 @@ def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         j for j in ctrl.held if controller_cut(before, j) and not controller_cut(st.cuts, j)
     )
     if released:
-        st = st._replace(controller=ctrl._replace(held=ctrl.held - released))
+        st = _with_controller(st, ctrl._replace(held=ctrl.held - released))
     notes = []
     for i, rep in enumerate(st.replicas):
         if not _reachable(rep):

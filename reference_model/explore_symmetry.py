@@ -22,6 +22,7 @@ explorer's tests compare its counterexamples with and without it.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import operator
 from collections.abc import Callable, Iterable
@@ -181,7 +182,7 @@ def _mask(ids: Iterable[int], pm: tuple[int, ...]) -> int:
     return m
 
 
-def _field_expr(kind: Kind, v: str) -> str:
+def _field_expr(kind: Kind, v: str, prefix: str = "enc_") -> str:
     """Python expression encoding value ``v`` of ``kind`` under (pm, inv, rf)."""
     tag = kind.tag
     if tag == "plain":
@@ -194,7 +195,7 @@ def _field_expr(kind: Kind, v: str) -> str:
         return f"tuple([{v}[k] for k in inv])"
     if tag == "record":
         return f"rf({v})"
-    sub = f"enc_{kind.sub}"
+    sub = f"{prefix}{kind.sub}"
     if tag == "nested":
         return f"{sub}({v}, pm, inv, rf)"
     if tag == "seq":
@@ -211,25 +212,147 @@ def _sorted_ms(items: tuple[Any, ...], enc: Encoder, pm: Any, inv: Any, rf: Any)
 
 
 def _build_encoders(record_renaming: bool) -> dict[str, Encoder]:
-    """One compiled function per state class: ``enc_X(obj, pm, inv, rf) -> tuple``.
+    """One function per state class: ``enc_X(obj, pm, inv, rf) -> tuple``.
 
     ``pm[old] = new`` replica index, ``inv[new] = old``, ``rf(record) -> label``. Generated
     from ``FIELDS`` so that a new classified field is encoded without further code.
+    Without record renaming (``encn_X``) multisets keep their production order.
+    """
+    ns = _namespace()
+    prefix = "enc_" if record_renaming else "encn_"
+    return {name: ns[f"{prefix}{name}"] for name in FIELDS}
+
+
+def _function_source(name: str, sig: str, exprs: list[str], ret: str) -> str:
+    """One generated function: each field's expression on a line of its own (``f<i> = ...``,
+    with ``x`` holding the field; plain fields are ``o[i]``), so that the text stays within
+    the repository's line length as it is."""
+    lines = [f"def {name}({sig}) -> Any:"]
+    for i, expr in enumerate(exprs):
+        if expr != f"o[{i}]":
+            lines.append(f"    x = o[{i}]")
+        if expr == "(pm[x] if x >= 0 else x)":
+            expr = expr[1:-1]  # as the formatter writes it
+        line = f"    f{i} = {expr}"
+        if len(line) > 100 and expr.startswith("tuple([") and expr.endswith("])"):
+            line = f"    f{i} = tuple(\n        {expr[6:-1]}\n    )"  # as the formatter wraps it
+        lines.append(line)
+    names = ", ".join(f"f{i}" for i in range(len(exprs)))
+    lines.append(f"    t = ({names})")
+    lines.append(f"    return {ret}")
+    return "\n".join(lines) + "\n"
+
+
+def _functions_source() -> str:
+    """Every encoder (``enc_X``, ``encn_X``) and relabelling (``tr_X``) function as source.
+
+    The same text is ``exec``-ed (``_namespace``) or, checked in as ``explore_canon.py``,
+    compiled by mypyc with the rest of the model (interpreted, these functions took a fifth
+    of the compiled explorer's time).
     """
     classes = state_classes()
-    ns: dict[str, Any] = {"_mask": _mask, "_sorted_ms": _sorted_ms}
-    src = []
+    out = []
+    for prefix, renaming in (("enc_", True), ("encn_", False)):
+        for name, kinds in FIELDS.items():
+            fields: tuple[str, ...] = classes[name]._fields  # type: ignore[attr-defined]
+            exprs = []
+            for i, f in enumerate(fields):
+                kind = kinds[f]
+                if kind.tag == "multiset" and not renaming:
+                    kind = seq(kind.sub)  # without renaming the production order is kept
+                plain = kind.tag == "plain"
+                exprs.append(f"o[{i}]" if plain else _field_expr(kind, "x", prefix))
+            out.append(_function_source(f"{prefix}{name}", _ENC_SIG, exprs, "t"))
+    for name, kinds in FIELDS.items():
+        fields = classes[name]._fields  # type: ignore[attr-defined]
+        exprs = [
+            f"o[{i}]" if kinds[f].tag == "plain" else _transform_expr(kinds[f], "x")
+            for i, f in enumerate(fields)
+        ]
+        out.append(_function_source(f"tr_{name}", _TR_SIG, exprs, f"_new({name}, t)"))
+    return "\n\n".join(out)
+
+
+_ENC_SIG: Final = "o: Any, pm: Any, inv: Any, rf: Any"
+_TR_SIG: Final = "o: Any, pm: Any, inv: Any, rn: Any"
+
+
+def signature() -> str:
+    """A digest of the classified state fields: what ``explore_canon.py`` was generated for."""
+    classes = state_classes()
+    parts = []
     for name, kinds in FIELDS.items():
         fields: tuple[str, ...] = classes[name]._fields  # type: ignore[attr-defined]
-        parts = []
-        for i, f in enumerate(fields):
-            kind = kinds[f]
-            if kind.tag == "multiset" and not record_renaming:
-                kind = seq(kind.sub)  # without renaming the production order is kept
-            parts.append(_field_expr(kind, f"o[{i}]"))
-        src.append(f"def enc_{name}(o, pm, inv, rf):\n    return ({', '.join(parts)},)\n")
-    exec("\n".join(src), ns)
-    return {name: ns[f"enc_{name}"] for name in FIELDS}
+        parts.append((name, fields, [tuple(kinds[f]) for f in fields]))
+    text = repr(parts)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def canon_source() -> str:
+    """The text of ``reference_model/explore_canon.py`` (regenerate after changing FIELDS or a
+    state class: ``python -c "from reference_model.explore_symmetry import canon_source as s;
+    print(s(), end='')" > reference_model/explore_canon.py``). A stale file is never used
+    (its ``SIGNATURE`` differs): the functions are then ``exec``-ed, slower but the same."""
+    classes = sorted(c for c in FIELDS)
+    orders = []
+    for name in FIELDS:
+        recs = _record_fields(name)
+        value = f"_record_order_key({recs[0]})" if recs else "repr"
+        orders.append(f"order_{name}: Final = {value}")
+    head = [
+        '"""Generated by ``reference_model.explore_symmetry.canon_source()``: do not edit.',
+        "",
+        "The canonical-key encoders and relabelling functions of ``explore_symmetry``, as source",
+        "so that the compiled model (mypyc) compiles them too.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any, Final",
+        "",
+        "from reference_model.explore_symmetry import (",
+        "    _cached,",
+        "    _mask,",
+        "    _ordered_ms,",
+        "    _record_order_key,",
+        "    _sorted_ms,",
+        ")",
+        "from reference_model.state import (",
+        *(f"    {n}," for n in classes),
+        ")",
+        "",
+        f'SIGNATURE: Final = "{signature()}"',
+        "_new: Final = tuple.__new__",
+        *orders,
+        "",
+        "",
+        "",
+    ]
+    return "\n".join(head) + _functions_source()
+
+
+def _namespace() -> dict[str, Any]:
+    """``enc_X``, ``encn_X``, ``tr_X``, ``order_X`` and their helpers: from the (compiled)
+    ``explore_canon`` when it was generated for the current fields, else ``exec``-ed."""
+    try:
+        from reference_model import explore_canon
+    except ImportError:
+        explore_canon = None  # type: ignore[assignment]
+    if explore_canon is not None and signature() == explore_canon.SIGNATURE:
+        return dict(vars(explore_canon))
+    ns: dict[str, Any] = {
+        "_mask": _mask,
+        "_sorted_ms": _sorted_ms,
+        "_ordered_ms": _ordered_ms,
+        "_cached": _cached,
+        "_new": tuple.__new__,
+        **state_classes(),
+    }
+    for name in FIELDS:
+        recs = _record_fields(name)
+        ns[f"order_{name}"] = _record_order_key(recs[0]) if recs else repr
+    exec(_functions_source(), ns)
+    return ns
 
 
 def _transform_expr(kind: Kind, v: str) -> str:
@@ -299,29 +422,12 @@ def _build_transforms() -> dict[str, Encoder]:
 
 
 def _build_transforms_ns() -> dict[str, Any]:
-    """One compiled function per state class: ``tr_X(obj, pm, inv, rn) -> X``, the renamed value.
+    """One function per state class: ``tr_X(obj, pm, inv, rn) -> X``, the renamed value.
 
     ``rn`` maps old record id -> new record id. Multisets are put in a canonical order: by the
     position of their first record field in ``rn``'s new ids (writes: production order).
     """
-    classes = state_classes()
-    ns: dict[str, Any] = {"_new": tuple.__new__, "_ordered_ms": _ordered_ms, "_cached": _cached}
-    src = []
-    for name, kinds in FIELDS.items():
-        cls = classes[name]
-        ns[f"cls_{name}"] = cls
-        fields: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
-        parts = [_transform_expr(kinds[f], f"o[{i}]") for i, f in enumerate(fields)]
-        src.append(
-            f"def tr_{name}(o, pm, inv, rn):\n    return _new(cls_{name}, ({', '.join(parts)},))\n"
-        )
-        recs = _record_fields(name)
-        if recs:
-            ns[f"order_{name}"] = _record_order_key(recs[0])
-        else:
-            ns[f"order_{name}"] = repr
-    exec("\n".join(src), ns)
-    return ns
+    return _namespace()
 
 
 def _build_field_transform(kind: Kind) -> Encoder:
@@ -484,20 +590,29 @@ class Canonicaliser:
         reps = st.replicas
         ids = self._ids_rep
         mk: Any
-        for k in inv:
-            mk = (0, reps[k], pm, rkey)
+        if rn is None and inv == self.identity:
+            # Nothing renamed (the usual case): a replica and the controller relabel to
+            # themselves, so they are their own canonical form and are interned directly
+            # (one hash each, no memo key, no relabelled copy).
+            for rep in reps:
+                out.append(ids.setdefault(rep, len(ids)))
+            ids = self._ids_ctrl
+            out.append(ids.setdefault(st.controller, len(ids)))
+        else:
+            for k in inv:
+                mk = (0, reps[k], pm, rkey)
+                c = memo.get(mk)
+                if c is None:
+                    t = tr["Replica"](reps[k], pm, inv, rmap)
+                    c = memo[mk] = ids.setdefault(t, len(ids))
+                out.append(c)
+            mk = (1, st.controller, pm)
             c = memo.get(mk)
             if c is None:
-                t = tr["Replica"](reps[k], pm, inv, rmap)
+                t = tr["Controller"](st.controller, pm, inv, rmap)
+                ids = self._ids_ctrl
                 c = memo[mk] = ids.setdefault(t, len(ids))
             out.append(c)
-        mk = (1, st.controller, pm)
-        c = memo.get(mk)
-        if c is None:
-            t = tr["Controller"](st.controller, pm, inv, rmap)
-            ids = self._ids_ctrl
-            c = memo[mk] = ids.setdefault(t, len(ids))
-        out.append(c)
         inflight = st.inflight
         ids = self._ids_resp
         for k in inv:
@@ -532,10 +647,14 @@ class Canonicaliser:
         reps = st.replicas
         # Fast path: the plain fields alone already order the replicas (the signature's first
         # component, so this is the same order the full signature gives).
-        plains = [plain(rep) for rep in reps]
-        order = sorted(range(self.n), key=plains.__getitem__, reverse=True)
-        if all(plains[order[j]] != plains[order[j + 1]] for j in range(self.n - 1)):
-            return [tuple(order)]
+        # (Sorting (plain, index) pairs gives the same order whenever the plain fields differ,
+        # the only case returned here.)
+        dec = sorted([(plain(rep), i) for i, rep in enumerate(reps)], reverse=True)
+        for j in range(self.n - 1):
+            if dec[j][0] == dec[j + 1][0]:
+                break
+        else:
+            return [tuple([d[1] for d in dec])]
         ctrl = st.controller
         sets: list[Any] = [ctrl[k] for k in self._ctrl_sets]
         leads: list[Any] = [ctrl[k] for k in self._ctrl_leader]

@@ -285,18 +285,17 @@ def _explore(
                         done.append(ev)
                     continue
                 # Cheap exit first: a concrete state met recently needs no canonical form.
-                nid = recent.get(nxt)
-                if nid is None:
-                    nk = key(nxt)
-                    nid = seen.get(nk)
-                    if nid is None:
-                        nid = len(links)
-                        seen[nk] = nid
+                # ``setdefault`` with the next free id hashes the (nested) state once: a
+                # value equal to ``fresh`` means it was not there and now provisionally is.
+                if len(recent) >= _RECENT_MAX:
+                    recent.clear()
+                fresh = len(links)
+                nid = recent.setdefault(nxt, fresh)
+                if nid == fresh:
+                    nid = seen.setdefault(key(nxt), fresh)
+                    if nid == fresh:
                         new_here = True
                         links.append((k, ev))
-                        if len(recent) >= _RECENT_MAX:
-                            recent.clear()
-                        recent[nxt] = nid
                         bad = judged_violations(cfg, st, nxt, settled_only)
                         if bad:
                             report(bad, _path(links, nid))
@@ -313,9 +312,7 @@ def _explore(
                             if progress(len(links), depth + 1, len(nxt_frontier)):
                                 stopped = True
                         continue
-                    if len(recent) >= _RECENT_MAX:
-                        recent.clear()
-                    recent[nxt] = nid
+                    recent[nxt] = nid  # a known key: the concrete state maps to its id
                 # A state met before.
                 if nid in broken:
                     continue

@@ -264,3 +264,23 @@ def test_quick_record_labels_agree_with_the_general_labelling() -> None:
             pm = tuple(inv.index(j) for j in range(3))
             assert list(quick.items()) == list(canon._labels(st, inv, pm).items()), st
     assert used > len(states) // 2
+
+
+def test_the_compiled_canonical_key_functions_are_in_step_with_the_fields() -> None:
+    """``explore_canon.py`` is exactly what ``canon_source()`` generates from ``FIELDS`` and
+    state.py, and the search uses it (compiled by ``hwchaos native build``; interpreted these
+    functions took a fifth of the compiled search). When a field changes this fails:
+    regenerate it with the command in ``canon_source``'s docstring. (Until then the search
+    ``exec``s the same functions: slower, never wrong, since ``SIGNATURE`` differs.)
+    """
+    from pathlib import Path
+
+    from reference_model import explore_canon
+    from reference_model.explore_symmetry import _namespace, canon_source, signature
+
+    path = Path(explore_canon.__file__).with_name("explore_canon.py")
+    assert path.read_text() == canon_source(), "reference_model/explore_canon.py is stale"
+    assert signature() == explore_canon.SIGNATURE
+    ns = _namespace()
+    assert ns["tr_Replica"] is explore_canon.tr_Replica
+    assert ns["enc_PartitionState"] is explore_canon.enc_PartitionState

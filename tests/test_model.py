@@ -174,3 +174,47 @@ def test_follower_ahead_of_leader(unclean: bool) -> None:
     else:
         assert st.replicas[1].halted and not st.replicas[1].alive
         assert "halted" in note
+
+
+def test_state_builders_equal_replace_on_explored_states() -> None:
+    """``_with``/``_with_inflight``/``_with_controller`` build states field by field for speed
+    (issue 13); each must equal the ``_replace`` it stands for, on states of a real search."""
+    from reference_model import transitions as tr
+    from reference_model.explorer import Bounds, alphabet
+    from reference_model.state import FetchResponse, LogEntry, PartitionState
+
+    assert PartitionState._fields == tr._PS_FIELDS
+    cfg = Config(("A", "B", "C"), generation("kip320"), "all", 2)
+    bounds = Bounds(replicas=3, split_fetch=True)
+    frontier = [initial_state(cfg)]
+    seen = set(frontier)
+    for _ in range(5):  # five levels of a breadth-first search, in-flight fetches included
+        nxt = []
+        for st in frontier:
+            for ev in alphabet(cfg, bounds, st):
+                s2 = apply(cfg, st, ev)[0]
+                if s2 not in seen:
+                    seen.add(s2)
+                    nxt.append(s2)
+        frontier = nxt
+    resp = FetchResponse(0, 1, 0, (LogEntry(1, "m9"),), 0)
+    checked = 0
+    for st in seen:
+        for i in range(3):
+            other = st.replicas[(i + 1) % 3]
+            reps = (*st.replicas[:i], other, *st.replicas[i + 1 :])
+            assert tr._with(st, i, other) == st._replace(replicas=reps)
+            assert type(tr._with(st, i, other)) is PartitionState
+            for f in range(3):
+                for r in (None, resp):
+                    inf = (*st.inflight[:f], r, *st.inflight[f + 1 :])
+                    want = st._replace(replicas=reps, inflight=inf)
+                    assert tr._with_inflight(st, i, other, f, r) == want
+                    assert tr._set_inflight(st, f, r) == st._replace(inflight=inf)
+                    if st.inflight[f] is r:
+                        assert tr._set_inflight(st, f, r) is st  # no change: the same object
+            checked += 1
+        ctrl = st.controller._replace(epoch=st.controller.epoch + 1)
+        assert tr._with_controller(st, ctrl) == st._replace(controller=ctrl)
+    assert checked > 1000
+    assert any(any(x is not None for x in st.inflight) for st in seen)

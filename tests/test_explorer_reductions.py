@@ -110,13 +110,17 @@ def test_symmetry_and_renaming_merge_states_at_three_replicas() -> None:
     assert sym.states < 0.75 * plain.states
 
 
-def _sample_states(protocol: str, bounds: Bounds, limit: int) -> list[PartitionState]:
-    """Reachable states by a plain breadth-first walk (no explorer involved)."""
+def _sample_states(
+    protocol: str, bounds: Bounds, limit: int, levels: int | None = None
+) -> list[PartitionState]:
+    """Reachable states by a plain breadth-first walk (no explorer involved), up to ``limit``
+    states or ``levels`` levels."""
     names = tuple(chr(ord("A") + i) for i in range(bounds.replicas))
     cfg = Config(names, generation(protocol), "all", 2, False)
     seen = {initial_state(cfg, 0)}
     frontier = list(seen)
-    while frontier and len(seen) < limit:
+    while frontier and len(seen) < limit and (levels is None or levels > 0):
+        levels = None if levels is None else levels - 1
         nxt = []
         for st in frontier:
             for ev in alphabet(cfg, bounds, st):

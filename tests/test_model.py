@@ -180,23 +180,13 @@ def test_state_builders_equal_replace_on_explored_states() -> None:
     """``_with``/``_with_inflight``/``_with_controller`` build states field by field for speed
     (issue 13); each must equal the ``_replace`` it stands for, on states of a real search."""
     from reference_model import transitions as tr
-    from reference_model.explorer import Bounds, alphabet
+    from reference_model.explorer import Bounds
     from reference_model.state import FetchResponse, LogEntry, PartitionState
+    from tests.test_explorer_reductions import _sample_states
 
     assert PartitionState._fields == tr._PS_FIELDS
-    cfg = Config(("A", "B", "C"), generation("kip320"), "all", 2)
-    bounds = Bounds(replicas=3, split_fetch=True)
-    frontier = [initial_state(cfg)]
-    seen = set(frontier)
-    for _ in range(5):  # five levels of a breadth-first search, in-flight fetches included
-        nxt = []
-        for st in frontier:
-            for ev in alphabet(cfg, bounds, st):
-                s2 = apply(cfg, st, ev)[0]
-                if s2 not in seen:
-                    seen.add(s2)
-                    nxt.append(s2)
-        frontier = nxt
+    # five levels of a breadth-first search, in-flight fetches included
+    seen = _sample_states("kip320", Bounds(replicas=3, split_fetch=True), 10**9, levels=5)
     resp = FetchResponse(0, 1, 0, (LogEntry(1, "m9"),), 0)
     checked = 0
     for st in seen:

@@ -282,6 +282,17 @@ def _can_connect(cluster: object, src: str, dst: str) -> bool:
     return res.returncode == 0
 
 
+def _connects(cluster: object, src: str, dst: str) -> bool:
+    """``src`` reaches ``dst`` within 60 s: a just-restarted ``dst`` binds its port only once
+    its JVM is up (start_broker does not wait for that)."""
+
+    @retry(stop=stop_after_delay(60), wait=wait_fixed(0.2), retry=retry_if_result(lambda r: not r))
+    def reached() -> bool:
+        return _can_connect(cluster, src, dst)
+
+    return reached()
+
+
 @needs_daemon
 @pytest.mark.broker
 @pytest.mark.skipif(os.geteuid() != 0, reason="signals by host pid and netns need root")
@@ -319,7 +330,7 @@ def test_container_faults_signals_restart_and_partitions(cluster: object) -> Non
     _crash_and_restart(c, "B")
     assert not _can_connect(c, "A", "B")
     assert faults.heal(c) == [("A", "B")]  # type: ignore[arg-type]
-    assert _can_connect(c, "A", "B") and c.is_running("B")  # type: ignore[attr-defined]
+    assert _connects(c, "A", "B") and c.is_running("B")  # type: ignore[attr-defined]
     assert "hwchaos:" not in c.iptables_rules("B")  # type: ignore[attr-defined]
 
     faults.clean_stop(c, "C")  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from harness.generator.scenarios import parse_text  # noqa: E402
 from reference_model.scenario import Scenario, ScenarioError  # noqa: E402
-from tests.test_scenario_fuzz import (  # noqa: E402
+from tests.unit.test_scenario_fuzz import (  # noqa: E402
     documents,
     dump,
     mutated_documents,

@@ -20,7 +20,7 @@ import pytest
 from harness.db.versions import resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
-from tests.test_brokers import jvms_under, require
+from tests.system.test_brokers import jvms_under, require
 
 # m1 replicated to B and C, B elected while A leads, m2 written by B; A fetches from B.
 ELECT_B = """

@@ -57,7 +57,7 @@ def test_child_dies_within_a_second_of_a_sigkilled_parent(tmp_path: Path) -> Non
     harness = textwrap.dedent(
         f"""
         import os, signal, sys, time
-        sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from harness.db.process import spawn
         a = spawn(["sleep", "300"])
         b = spawn(["sleep", "300"])
@@ -99,7 +99,7 @@ def test_sigkilled_harness_mid_run_leaves_no_jvm_after_one_second() -> None:
         find_tree(resolve_version("0.10.2.1"))
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_sigkill.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_sigkill.py"
     args = ["--runs", "3", "--every", "1", "--versions", "0.10.2.1", "--json"]
     res = subprocess.run(
         [sys.executable, str(script), *args],

@@ -20,7 +20,7 @@ from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.nemesis.failover import unnoticed_restarts
 from reference_model.run import run_scenario
-from tests.test_brokers import hwchaos_containers, jvms_under, require
+from tests.system.test_brokers import hwchaos_containers, jvms_under, require
 
 KIP_TEXT = SCENARIO_DIR / "kip101-scenario1-kip-text.yaml"
 FOUND_HW = SCENARIO_DIR / "found" / "found-hw-acked-lost.yaml"

@@ -47,7 +47,7 @@ REASON = network_available()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 PORT = 9099
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 SERVER = textwrap.dedent(
     """

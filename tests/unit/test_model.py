@@ -182,7 +182,7 @@ def test_state_builders_equal_replace_on_explored_states() -> None:
     from reference_model import transitions as tr
     from reference_model.explorer import Bounds
     from reference_model.state import FetchResponse, LogEntry, PartitionState
-    from tests.test_explorer_reductions import _sample_states
+    from tests.unit.test_explorer_reductions import _sample_states
 
     assert PartitionState._fields == tr._PS_FIELDS
     # five levels of a breadth-first search, in-flight fetches included

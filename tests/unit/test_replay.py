@@ -25,7 +25,7 @@ import pytest
 from harness.cli import main as hwchaos
 from harness.replay.parse import PartitionMatcher, broker_files, parse_broker, parse_ts
 
-DATA = Path(__file__).parent / "data" / "replay"
+DATA = Path(__file__).resolve().parents[1] / "data" / "replay"
 FIXTURES = sorted(p.name for p in DATA.iterdir() if (p / "expected.json").is_file())
 
 

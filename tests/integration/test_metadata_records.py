@@ -25,7 +25,7 @@ from harness.readback.metadata_records import (
     schemas_for_tree,
 )
 
-DATA = Path(__file__).parent / "data" / "metadata"
+DATA = Path(__file__).resolve().parents[1] / "data" / "metadata"
 TREES = {"3.3.1": "kafka_2.13-3.3.1", "4.0.0": "kafka_2.13-4.0.0"}
 
 

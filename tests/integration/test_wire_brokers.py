@@ -18,7 +18,7 @@ from harness.db.local import LocalCluster
 from harness.db.process import stopped
 from harness.db.versions import resolve_version
 from harness.nemesis import faults
-from tests.test_brokers import jvms_under, require
+from tests.system.test_brokers import jvms_under, require
 
 
 @pytest.mark.broker

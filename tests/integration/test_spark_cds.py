@@ -25,7 +25,7 @@ from harness.analysis import pandas_job, spark_job
 from harness.analysis.common import TABLE_NAMES
 from harness.analysis.synthetic import Spec, generate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import json, sys

@@ -34,7 +34,7 @@ from reference_model.explorer import Bounds, counterexample_scenario, explore
 from reference_model.generations import generation
 from reference_model.scenario import Scenario
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def found(protocol: str, bounds: Bounds) -> dict[str, Scenario]:

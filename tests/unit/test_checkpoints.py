@@ -17,7 +17,7 @@ from harness.readback.checkpoints import (
     write_offset_checkpoint,
 )
 
-DATA = Path(__file__).parent / "data" / "segments"
+DATA = Path(__file__).resolve().parents[1] / "data" / "segments"
 HW = "replication-offset-checkpoint"
 
 topics = st.text(

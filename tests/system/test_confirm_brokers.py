@@ -30,7 +30,7 @@ from harness.generator.confirm import (
 pytest_plugins = ("pytester",)
 pytestmark = pytest.mark.broker
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 CASES = {
     "hw-0.10.2.1": ("0.10.2.1", ["--protocol", "hw", "--records", "1", "--crashes", "2"]),

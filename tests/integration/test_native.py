@@ -26,7 +26,7 @@ import pytest
 from harness import native
 from reference_model.events import CLIENT_NODE, Event
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
@@ -169,13 +169,13 @@ def test_a_changed_source_changes_the_key_and_the_stale_build_is_not_used(
 
 
 MODEL_TESTS = [
-    "tests/test_model.py",
-    "tests/test_model_properties.py",
-    "tests/test_explorer_reductions.py",
-    "tests/test_explorer_settled.py",
-    "tests/test_prevention.py",
-    "tests/test_cuts.py",
-    "tests/test_profiles.py",
+    "tests/unit/test_model.py",
+    "tests/unit/test_model_properties.py",
+    "tests/unit/test_explorer_reductions.py",
+    "tests/unit/test_explorer_settled.py",
+    "tests/unit/test_prevention.py",
+    "tests/unit/test_cuts.py",
+    "tests/unit/test_profiles.py",
 ]
 
 # Imports the compiled model before pytest (tests/conftest.py puts the repo first on sys.path

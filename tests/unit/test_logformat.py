@@ -24,7 +24,7 @@ from harness.readback.logformat import (
     read_partition_dir,
     read_segment,
 )
-from tests.kafka_encoding import (
+from tests.unit.kafka_encoding import (
     Rec,
     control_batch,
     legacy_message,
@@ -32,8 +32,8 @@ from tests.kafka_encoding import (
     v2_batch,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).parent / "data" / "segments"
+ROOT = Path(__file__).resolve().parents[2]
+DATA = Path(__file__).resolve().parents[1] / "data" / "segments"
 SEG = "00000000000000000000.log"
 FIXTURES = sorted(DATA.glob(f"*/*/{SEG}"))
 needs_fixtures = pytest.mark.skipif(

@@ -26,7 +26,7 @@ from harness.generator.scenarios import load_scenario
 from harness.nemesis.network import network_available
 from reference_model.run import run_scenario
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
 
 # (scenario, version, backend): runs that play on real brokers and match the model. One

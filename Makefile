@@ -1,5 +1,5 @@
 # The two commands the README promises: `make demo` (main job) and `make test` (tests).
-.PHONY: setup test lint demo bench clean
+.PHONY: setup test test-fast test-integration test-system lint demo bench clean
 
 VENV := .venv/bin
 RESULTS ?= results
@@ -11,8 +11,19 @@ lint: setup
 	$(VENV)/ruff check .
 	$(VENV)/mypy
 
+# Everything the machine can run: unit, integration and system tiers (what CI runs).
 test: setup lint
 	$(VENV)/python -m pytest -q
+
+# The unit tier alone: model, parsers, explorer, CLI; no JVM, no daemon, a few minutes.
+test-fast: setup
+	$(VENV)/python -m pytest -q tests/unit
+
+test-integration: setup
+	$(VENV)/python -m pytest -q tests/integration
+
+test-system: setup
+	$(VENV)/python -m pytest -q tests/system
 
 demo: setup
 	$(VENV)/hwchaos explore --protocol hw --out $(RESULTS)/found || true

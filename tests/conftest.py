@@ -1,31 +1,42 @@
-"""Shared fixtures: repo paths and the Kafka availability probe."""
+"""Shared set-up: repo paths, the environment guard, and the tiers as markers.
+
+The suite has three tiers, one folder each:
+- ``tests/unit``: model, parsers, explorer, CLI; no JVM, no daemon (``make test-fast``);
+- ``tests/integration``: real processes, network namespaces, Docker, Spark, mypyc builds;
+- ``tests/system``: the catalogue and fault steps on real brokers.
+Each item is marked with its tier, and with ``docker`` / ``netns`` / ``native`` where it needs
+that infrastructure, so ``pytest -m`` selects what a machine can run. Nothing here starts a
+daemon: ``scripts/setup.sh`` (``hwchaos docker up``) does, before the tests.
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+pytest_plugins = ["tests.envguard"]
 
-def pytest_collection_finish(session: object) -> None:
-    """Start a Docker daemon (root, Debian-like) when broker tests are about to run.
+TIERS = ("unit", "integration", "system")
+_NETNS_FILES = ("test_network.py", "test_netsteps_brokers.py")
 
-    So the docker twins of the broker tests run for real wherever a daemon can exist (CI
-    runs as root); elsewhere they skip with the one-line reason. HWCHAOS_NO_DOCKERD=1 opts
-    out.
-    """
-    import os
 
-    items = getattr(session, "items", [])
-    if os.environ.get("HWCHAOS_NO_DOCKERD") or not any(
-        i.get_closest_marker("broker") for i in items
-    ):
-        return
-    try:
-        from harness.db.daemon import ensure_daemon
-    except ImportError:  # docker extra not installed: the tests say so when they skip
-        return
-    ensure_daemon()
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every item with its tier (its folder) and the infrastructure its id names."""
+    for item in items:
+        parts = Path(str(item.fspath)).parts
+        tier = next((t for t in TIERS if t in parts), None)
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier))
+        name = Path(str(item.fspath)).name
+        if "docker" in item.nodeid:
+            item.add_marker(pytest.mark.docker)
+        if name in _NETNS_FILES:
+            item.add_marker(pytest.mark.netns)
+        if name == "test_native.py":
+            item.add_marker(pytest.mark.native)

@@ -54,6 +54,7 @@ class VersionInfo:
     generation: str
     kraft: bool = False
     ibp: str = ""
+    how: str = ""  # how the version was found: --kafka, the logs' own line, or a guess
 
 
 @dataclass
@@ -136,9 +137,11 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
     if override:
         if override in CATALOGUE:
             v = CATALOGUE[override]
-            return VersionInfo(override, v.release, v.generation, "kraft" in override)
+            return VersionInfo(
+                override, v.release, v.generation, "kraft" in override, how="--kafka"
+            )
         name, gen = _profile(override, "kraft" in override, "")
-        return VersionInfo(override, override, gen, "kraft" in override)
+        return VersionInfo(override, override, gen, "kraft" in override, how="--kafka")
     replicas = [b for b in brokers if any(f.kind in _PARTITION_KINDS for f in b.facts)]
     seen = [b.version for b in (replicas or list(brokers)) if b.version]
     release = max(set(seen), key=seen.count) if seen else ""
@@ -152,11 +155,28 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
         known = [v for v in CATALOGUE.values() if stem and v.release.startswith(stem)]
         if known:
             release = known[-1].release
+    how = "the logs' 'Kafka version' line" if release else ""
+    if release and not seen:
+        how = f"inter.broker.protocol.version {ibp} in the config dump"
     if not release:
-        return VersionInfo("unknown", "", "kip320", kraft, ibp)
-    name, gen = _profile(release, kraft, ibp)
-    return VersionInfo(name, release, gen, kraft, ibp)
+        from harness.replay.formats import infer_release
 
+        guess = infer_release(brokers)
+        if guess is None:
+            return VersionInfo(
+                "unknown", "", "kip320", kraft, ibp, how="not in the logs: assumed 2.1+ rules"
+            )
+        release, why, cite = guess
+        kraft = kraft or release.endswith("-kraft")
+        release = release.removesuffix("-kraft")
+        how = f"guessed from the line formats: {why} ({cite}); say --kafka to override"
+    name, gen = _profile(release, kraft, ibp)
+    return VersionInfo(name, release, gen, kraft, ibp, how=how)
+
+
+MAX_SYNTH = 200
+"""Records the model plays at most per term; incidents' offsets run to millions, and then
+the logged numbers (LEOs, HWs, the halt line's offsets) carry the verdict alone."""
 
 _PARTITION_KINDS = {
     "log_loaded",
@@ -202,6 +222,7 @@ class _Builder:
         )
         self.steps: list[Event] = []
         self.why: list[str] = []
+        self.cite = ""  # file:line of the fact being played: each step cites it
         self._result: RunResult | None = None
 
     def scenario(self, steps: Sequence[Event] | None = None) -> Scenario:
@@ -216,7 +237,7 @@ class _Builder:
 
     def emit(self, ev: Event, why: str) -> None:
         self.steps.append(ev)
-        self.why.append(why)
+        self.why.append(f"{why} [{self.cite}]" if self.cite else why)
         self._result = None
 
     def insert(self, at: int, ev: Event, why: str) -> None:
@@ -240,6 +261,7 @@ def reconstruct(
     name: str = "replay",
     power_loss_first: bool = False,
     append_unsure: bool = False,
+    order: Sequence[str] | None = None,
 ) -> Reconstruction:
     """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
     comes back with fewer records than its leader wrote: it copied them and lost the
@@ -247,14 +269,23 @@ def reconstruct(
     reads a record the producer saw fail, that no later fact places, as appended by the
     leader of the first moment that could hold it (instead of: never appended)."""
     names = {b.broker_id: b.name for b in brokers if b.broker_id >= 0}
-    facts = sorted((f for b in brokers for f in b.facts), key=lambda f: (f.ts, f.broker, f.seq))
+    facts = order_facts(brokers, order)
     replicas = sorted(
-        {f.broker for f in facts if f.kind in _PARTITION_KINDS and f.kind != "isr_change"}
+        {
+            f.broker
+            for f in facts
+            if (f.kind in _PARTITION_KINDS and f.kind != "isr_change")
+            or f.kind == "fatal_truncation"
+        }
+        | {b.name for b in brokers if b.peer_only}
     )
     if not replicas:
         from harness.replay.parse import ReplayError
 
-        raise ReplayError("no broker log mentions the partition: wrong --topic/--partition?")
+        raise ReplayError(
+            "the lines about the partition name no replica (only controller decisions): "
+            "add a replica broker's server.log or state-change.log"
+        )
     amb: list[str] = []
     by_name = {n: i for i, n in names.items()}
 
@@ -320,6 +351,12 @@ def reconstruct(
                     seen.append(f.offset)
             target = max(seen) if seen else None
         leo = len(st.replicas[lead].log)
+        if target is not None and target - leo > MAX_SYNTH:
+            amb.append(
+                f"{lname} holds {target} records by the logs: too many to play one by one "
+                f"(more than {MAX_SYNTH}); the verdict rests on the logged offsets alone"
+            )
+            target = None
         while target is not None and leo < target:
             rec = f"o{leo}e{st.replicas[lead].epoch}"
             synth_n[0] += 1
@@ -383,7 +420,18 @@ def reconstruct(
             all_lower = bool(others) and all(
                 (c := next_leo_fact(n, pos)) is not None and c <= a.offset for n in others
             )
-            capped = cap is not None and cap <= a.offset and not (acks_v == "all" and all_lower)
+            # A follower that later states more records than the offset holds it: the leader
+            # wrote it and lost it unflushed (kip966 on 4.0.0: A power-lost m1, B and C
+            # came back with it).
+            any_higher = any(
+                (c := next_leo_fact(n, pos)) is not None and c > a.offset for n in others
+            )
+            capped = (
+                cap is not None
+                and cap <= a.offset
+                and not (acks_v == "all" and all_lower)
+                and not any_higher
+            )
             # The new leader copied less than assumed: its term's first record sits below
             # its LEO. Take back the copies of the previous term beyond it.
             if a.offset < leo and not capped and acks_v != "all" and _uncopy(b, lname, a.offset):
@@ -450,11 +498,14 @@ def reconstruct(
             b.emit(b.ev("fetch", x), why)
         last_fetch[x] = len(b.steps)
 
+    # Controller decisions (elections, failures seen) in the logs at all?
+    has_controller = any(g.kind in ("election", "broker_failure") for g in facts)
     restarted: set[str] = set()
     registering: set[str] = set()  # started again, not yet registered with the controller
     # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
     hw_truncation = not b.scenario().config(version.generation).generation.epoch_truncation
     for pos, f in enumerate(facts):
+        b.cite = f.cite
         x = subject(f)
         if x is None or x not in b.idx:
             continue
@@ -506,10 +557,33 @@ def reconstruct(
                     st = b.state()
                     if b.idx[n] not in st.controller.isr:
                         fetch(n, f"{n} rejoins the ISR")
-        elif f.kind == "become_leader" and f.offset >= 0:
+        elif f.kind in ("become_leader", "become_leader_010") and (
+            f.offset >= 0 or f.kind == "become_leader_010"
+        ):
             st = b.state()
             lead = st.controller.leader
-            if lead != b.idx.get(f.broker, -9):
+            me = b.idx.get(f.broker, -9)
+            if lead != me and not has_controller and st.replicas[me].alive:
+                # The controller's logs are missing: the election is known only from the new
+                # leader's own line. The old leader either failed (its logs say nothing more
+                # until it starts again) or was moved away while alive.
+                old = replicas[lead] if lead != NO_LEADER else None
+                produce_pending(pos - 1)
+                if old is not None and st.replicas[lead].alive and _silent_after(facts, pos, old):
+                    crash(old, pos)
+                    b.emit(
+                        b.ev("detect", old),
+                        f"inferred: {f.broker} leads from here but {old} logs nothing more until "
+                        "it starts again: it failed (no controller log says so)",
+                    )
+                if b.state().controller.leader != me:
+                    b.emit(
+                        b.ev("elect", f.broker),
+                        f"inferred: {f.broker} logs becoming leader; no controller log says why",
+                    )
+                st = b.state()
+                lead = st.controller.leader
+            if lead != me and f.kind == "become_leader":
                 amb.append(
                     f"{f.ts:%H:%M:%S} {f.broker} logged leadership (epoch {f.epoch}) while the "
                     f"model has {replicas[lead] if lead != NO_LEADER else 'no leader'}"
@@ -576,6 +650,15 @@ def _uncopy(b: _Builder, x: str, offset: int) -> bool:
     return True
 
 
+def _silent_after(facts: list[Fact], pos: int, x: str) -> bool:
+    """``x`` logs nothing about the partition or itself after ``pos`` until it starts again."""
+    for f in facts[pos + 1 :]:
+        if f.broker != x:
+            continue
+        return f.kind == "start"
+    return True
+
+
 def _place_flush(b: _Builder, x: str, leo: int, amb: list[str]) -> None:
     """Insert ``flush x`` after the last step at which ``x`` held exactly ``leo`` records."""
     res = b.result()
@@ -603,8 +686,26 @@ def _restart_truncation(facts: list[Fact], pos: int, x: str) -> int | None:
     return None
 
 
+def order_facts(brokers: Sequence[BrokerLogs], order: Sequence[str] | None) -> list[Fact]:
+    """All brokers' facts in time order; with ``order`` (broker names), the facts of brokers
+    whose lines carry no timestamp are played as blocks in that order (a gap the logs leave:
+    each ordering that fits is played by :func:`explain`)."""
+    key = lambda f: (f.ts, f.broker, f.seq)  # noqa: E731
+    facts = sorted((f for b in brokers for f in b.facts), key=key)
+    if order is None:
+        return facts
+    rank = {n: k for k, n in enumerate(order)}
+    timed = [f for f in facts if f.timed]
+    untimed = sorted(
+        (f for f in facts if not f.timed), key=lambda f: (rank.get(f.broker, 99), f.seq)
+    )
+    return timed + untimed
+
+
 def _initial_leader(facts: list[Fact], names: dict[int, str], replicas: list[str]) -> str:
     for f in facts:
+        if f.kind == "fatal_truncation" and f.leader >= 0 and names.get(f.leader) in replicas:
+            return names[f.leader]
         if f.kind in ("leader_and_isr", "election", "become_follower") and f.leader >= 0:
             n = names.get(f.leader)
             if n in replicas:
@@ -662,6 +763,25 @@ def explain(
     names both, with the steps of the second.
     """
     main = reconstruct(brokers, version, acked, acks, min_insync, name)
+    untimed = [b.name for b in brokers if any(not f.timed for f in b.facts)]
+    if len(untimed) > 1:
+        # Lines without timestamps from several brokers: their relative order is unknown.
+        # Play each order of the brokers' blocks (up to 4 brokers) and keep what differs.
+        from itertools import islice, permutations
+
+        seen = {_outcome(main)}
+        for perm in islice(permutations(untimed), 1, 24):
+            alt = reconstruct(brokers, version, acked, acks, min_insync, name, order=perm)
+            if _outcome(alt) in seen:
+                continue
+            seen.add(_outcome(alt))
+            a = alt.result
+            main.ambiguities.append(
+                f"lines of {', '.join(untimed)} carry no timestamps: played in the order "
+                f"{' then '.join(perm)} they give lost acknowledged writes "
+                f"{alt.lost_acked or 'none'}, divergent offsets {a.divergent_offsets or 'none'}"
+            )
+            main.alternatives.append(alt)
     alt = reconstruct(brokers, version, acked, acks, min_insync, name, power_loss_first=True)
     if _outcome(alt) != _outcome(main) and len(alt.ambiguities) <= len(main.ambiguities):
         a = alt.result

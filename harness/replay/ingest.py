@@ -207,8 +207,12 @@ def records(text: str, file: str) -> list[Record]:
             and (not _LOGGER_END.search(joined) if expect_logger else not _CONFIG.match(joined))
         )
         if cont:
-            hard = prev_len >= 60 and prev_len == width
-            cur.append(line if hard else " " + line.lstrip())
+            hard = prev_len >= 60 and prev_len == width and not cur[-1].endswith(" ")
+            if hard:
+                cur.append(line)
+            else:  # the wrap ate one space (or kept it at the end of the piece)
+                cur[-1] = cur[-1].rstrip()
+                cur.append(" " + line.lstrip())
         else:
             flush()
             cur.append(line)

@@ -92,6 +92,7 @@ class BrokerLogs:
     untimed: int = 0  # lines without a timestamp
     skipped: list[str] = field(default_factory=list)  # first lines no rule could use
     peer_only: bool = False  # no logs: only named by other brokers' lines
+    elr: bool = False  # KIP-966 feature finalized (eligible.leader.replicas.version=1)
 
 
 def self_id(text: str) -> int | None:
@@ -174,8 +175,9 @@ def parse_records(name: str, recs: list[Record], match: PartitionMatcher) -> Bro
             ts = last_ts = r.ts
         else:
             b.untimed += 1
-            # An untimed line between timed ones sits just after the last timed one.
-            ts = (last_ts or UNTIMED_BASE) + timedelta(microseconds=seq)
+            # An untimed line between timed ones sits just after the last timed one; lines
+            # of one paste keep the paste's order across brokers (its line numbers).
+            ts = (last_ts or UNTIMED_BASE) + timedelta(microseconds=r.lineno)
         cite = f"{r.file}:{r.lineno}"
         got = facts(r.text, ts, seq, name, _kind(r.file), match, cite=cite, timed=timed)
         b.facts += got
@@ -188,6 +190,8 @@ def parse_records(name: str, recs: list[Record], match: PartitionMatcher) -> Bro
                 b.peers.update(f.isr)
                 if f.leader >= 0:
                     b.peers.add(f.leader)
+        if "eligible.leader.replicas.version=1" in r.text:
+            b.elr = True
         if not b.version:
             m = _VERSION.search(r.text)
             if m:

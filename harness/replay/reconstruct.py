@@ -146,6 +146,7 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
     seen = [b.version for b in (replicas or list(brokers)) if b.version]
     release = max(set(seen), key=seen.count) if seen else ""
     kraft = any(b.kraft for b in brokers)
+    elr = any(b.elr for b in brokers)
     ibps = [b.ibp for b in replicas if b.ibp] or [b.ibp for b in brokers if b.ibp]
     ibp = ibps[0] if ibps else ""
     if not release and ibp:
@@ -170,6 +171,12 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
         kraft = kraft or release.endswith("-kraft")
         release = release.removesuffix("-kraft")
         how = f"guessed from the line formats: {why} ({cite}); say --kafka to override"
+    if elr and _number(release) >= (4, 0):
+        # KIP-966's feature is a finalized feature level, not a release: the controller's
+        # "finalizedFeatures={... eligible.leader.replicas.version=1 ...}" line says it.
+        name, gen = _profile(f"{release}-elr", kraft, ibp)
+        how += "; eligible.leader.replicas.version=1 finalized (KIP-966 ELR on)"
+        return VersionInfo(name, release, gen, kraft, ibp, how=how)
     name, gen = _profile(release, kraft, ibp)
     return VersionInfo(name, release, gen, kraft, ibp, how=how)
 
@@ -262,6 +269,7 @@ def reconstruct(
     power_loss_first: bool = False,
     append_unsure: bool = False,
     order: Sequence[str] | None = None,
+    copy_unsure: bool = False,
 ) -> Reconstruction:
     """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
     comes back with fewer records than its leader wrote: it copied them and lost the
@@ -275,7 +283,8 @@ def reconstruct(
             f.broker
             for f in facts
             if (f.kind in _PARTITION_KINDS and f.kind != "isr_change")
-            or f.kind == "fatal_truncation"
+            or f.kind in ("fatal_truncation", "out_of_order", "hw_regression", "epoch_error")
+            or (f.kind == "isr_change" and f.detail in ("shrinking", "expanding"))
         }
         | {b.name for b in brokers if b.peer_only}
     )
@@ -391,6 +400,16 @@ def reconstruct(
                             f"producer: {a.record} {a.status}, but appended by {lname} "
                             f"(it later holds {cap} records)",
                         )
+                        if copy_unsure:
+                            # The other reading: live followers that log nothing against it
+                            # copied the unacknowledged record before the leader failed.
+                            for fname in replicas:
+                                fi = b.idx[fname]
+                                rep = b.state().replicas[fi]
+                                if fi != lead and rep.alive and not rep.paused:
+                                    fcap = next_leo_fact(fname, pos, follower=True)
+                                    if fcap is None or fcap > leo:
+                                        b.emit(b.ev("fetch", fname), f"{fname} copies {a.record}")
                         continue
                 if append_unsure and lead != NO_LEADER and (cap is None or cap > leo):
                     pending.pop(0)
@@ -498,6 +517,7 @@ def reconstruct(
             b.emit(b.ev("fetch", x), why)
         last_fetch[x] = len(b.steps)
 
+    logged = {f.broker for f in facts if f.kind in _PARTITION_KINDS}
     # Controller decisions (elections, failures seen) in the logs at all?
     has_controller = any(g.kind in ("election", "broker_failure") for g in facts)
     restarted: set[str] = set()
@@ -546,7 +566,18 @@ def reconstruct(
             crash(x, pos)
             st = b.state()
             if b.idx[x] in st.controller.live:
-                b.emit(b.ev("detect", x), f"controller: broker {by_name.get(x, x)} failed")
+                held = (
+                    _unheard(facts, pos, x, replicas, st, b.idx, logged)
+                    if st.controller.leader == b.idx[x]
+                    else frozenset()
+                )
+                why = f"controller: broker {by_name.get(x, x)} failed"
+                if held:
+                    why += (
+                        f"; {', '.join(replicas[i] for i in sorted(held))} logs no leader change "
+                        "afterwards: its LeaderAndIsr never arrived (inferred)"
+                    )
+                b.emit(Event("detect", replica=b.idx[x], hold=held), why)
         elif f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
             if "no effect" in f.detail or "epoch" in f.detail.lower() or "Offsets" in f.detail:
                 fetch(x, f"{x} truncation decision: {f.detail or 'truncate'} to {f.offset}")
@@ -648,6 +679,47 @@ def _uncopy(b: _Builder, x: str, offset: int) -> bool:
     b.why = [b.why[k] for k in keep]
     b._result = None
     return True
+
+
+_HEARD = (
+    "become_follower",
+    "become_leader",
+    "leader_and_isr",
+    "become_follower_010",
+    "become_leader_010",
+    "truncate",
+)
+
+
+def _unheard(
+    facts: list[Fact],
+    pos: int,
+    failed: str,
+    replicas: list[str],
+    st: Any,
+    idx: dict[str, int],
+    logged: set[str],
+) -> frozenset[int]:
+    """Live followers whose own logs never show the leader change that follows ``failed``'s
+    failure (no follower/leader line, no truncation, up to its own next start): the
+    LeaderAndIsr was held back from them (the KIP-320 zombie follower)."""
+    out = set()
+    for r in replicas:
+        i = idx[r]
+        if r == failed or r not in logged or not st.replicas[i].alive:
+            continue
+        heard = False
+        for f in facts[pos + 1 :]:
+            if f.broker != r:
+                continue
+            if f.kind == "start":
+                break
+            if f.kind in _HEARD:
+                heard = True
+                break
+        if not heard:
+            out.add(i)
+    return frozenset(out)
 
 
 def _silent_after(facts: list[Fact], pos: int, x: str) -> bool:
@@ -764,7 +836,8 @@ def explain(
     """
     main = reconstruct(brokers, version, acked, acks, min_insync, name)
     untimed = [b.name for b in brokers if any(not f.timed for f in b.facts)]
-    if len(untimed) > 1:
+    sources = {f.cite.rpartition(":")[0] for b in brokers for f in b.facts if not f.timed}
+    if len(untimed) > 1 and len(sources) > 1:
         # Lines without timestamps from several brokers: their relative order is unknown.
         # Play each order of the brokers' blocks (up to 4 brokers) and keep what differs.
         from itertools import islice, permutations
@@ -793,6 +866,16 @@ def explain(
             f"{a.divergent_offsets or 'none'}; its steps: {steps}"
         )
         main.alternatives.append(alt)
+    if any("but appended by" in w for w in main.step_facts):
+        alt = reconstruct(brokers, version, acked, acks, min_insync, name, copy_unsure=True)
+        if _outcome(alt) != _outcome(main):
+            a = alt.result
+            main.ambiguities.append(
+                "an unacknowledged record was appended; if the followers that log nothing "
+                f"against it copied it: lost acknowledged writes {alt.lost_acked or 'none'}, "
+                f"divergent offsets {a.divergent_offsets or 'none'}"
+            )
+            main.alternatives.append(alt)
     if any("not placed by any fact" in a for a in main.ambiguities):
         alt = reconstruct(brokers, version, acked, acks, min_insync, name, append_unsure=True)
         if _outcome(alt) != _outcome(main):

@@ -153,6 +153,9 @@ def evidence(rec: Reconstruction) -> dict[str, Any]:
             )
         )
     losses = [f.loss for f in found if f.loss]
+    if any(a.lost_acked for a in rec.alternatives) and not rec.lost_acked:
+        # Another ordering the logs allow loses acknowledged writes: not "no".
+        losses.append("possible")
     if "yes" in losses:
         lost = "yes"
     elif "possible" in losses:
@@ -168,12 +171,20 @@ def evidence(rec: Reconstruction) -> dict[str, Any]:
         why_unknown.append(f"no logs of {', '.join(peers)} (only named by other brokers' lines)")
     if too_big:
         why_unknown.append("offsets too large to replay record by record")
-    if any(f.divergence for f in found):
+    # A follower whose LeaderAndIsr was inferred held back logs nothing about what it holds.
+    zombies = any(e.hold for e in rec.scenario.steps)
+    if zombies:
+        why_unknown.append("a follower logs nothing after a leader change: its log is not known")
+    if any(a.result.divergent_offsets for a in rec.alternatives) and not res.divergent_offsets:
+        diverged = "possible"
+    elif any(f.divergence for f in found):
         diverged = "yes"
-    elif not peers and not too_big:
+    elif not peers and not too_big and not zombies:
         diverged = "no"
     else:
         diverged = "unknown"
+    if lost == "no" and zombies:
+        lost = "unknown"
     return {
         "lost": lost,
         "diverged": diverged,

@@ -188,14 +188,21 @@ def _refusal(
         if "artition" in r.text or "runcat" in r.text:
             for m in _TP.finditer(r.text):
                 seen[f"{m.group(1) or m.group(3)}-{m.group(2) or m.group(4)}"] += 1
+    if not seen and str(logdir) != "-":
+        try:
+            gt, gp, _note = guess_partition(logdir, None)
+            seen[f"{gt}-{gp}"] += 1
+        except ReplayError:
+            pass
     first = recs[0] if recs else None
     shown = f"; first line: {first.file}:{first.lineno}: {first.text[:120]}" if first else ""
     if seen:
-        top = ", ".join(f"{tp} ({n} lines)" for tp, n in seen.most_common(3))
+        top = ", ".join(tp for tp, _n in seen.most_common(3))
         tp, _n = seen.most_common(1)[0]
-        t, _, p = tp.rpartition("-")
+        topic, _, part = tp.rpartition("-")
         return (
-            f"{logdir}: no line names {want}; the lines name {top}: try --topic {t} --partition {p}"
+            f"{logdir}: no line names {want}; the lines name {top}: try --topic {topic} "
+            f"--partition {part}"
         )
     return (
         f"{logdir}: no line is a Kafka broker log line about any partition "

@@ -375,10 +375,14 @@ def reconstruct(
             _produce(pos)
 
     def produce_pending(pos: int) -> None:
+        # Produce and copy steps rest on the producer's outcomes (or the stated LEOs), not
+        # on the line being played: they cite none, and the timeline shows them inferred.
+        cite, b.cite = b.cite, ""
         if synth:
             synthesize(pos)
         else:
             _produce(pos)
+        b.cite = cite
 
     def _produce(pos: int) -> None:
         while pending:
@@ -567,7 +571,7 @@ def reconstruct(
             st = b.state()
             if b.idx[x] in st.controller.live:
                 held = (
-                    _unheard(facts, pos, x, replicas, st, b.idx, logged)
+                    _unheard(facts, pos, x, replicas, st, b.idx, logged, names)
                     if st.controller.leader == b.idx[x]
                     else frozenset()
                 )
@@ -699,10 +703,13 @@ def _unheard(
     st: Any,
     idx: dict[str, int],
     logged: set[str],
+    names: dict[int, str],
 ) -> frozenset[int]:
     """Live followers whose own logs never show the leader change that follows ``failed``'s
-    failure (no follower/leader line, no truncation, up to its own next start): the
-    LeaderAndIsr was held back from them (the KIP-320 zombie follower)."""
+    failure (no follower/leader line, no truncation, up to its own next start) and that the
+    controller never sees fail: the LeaderAndIsr was held back from them (the KIP-320
+    zombie follower)."""
+    ids = {n: i for i, n in names.items()}
     out = set()
     for r in replicas:
         i = idx[r]
@@ -710,6 +717,9 @@ def _unheard(
             continue
         heard = False
         for f in facts[pos + 1 :]:
+            if f.kind == "broker_failure" and f.broker_id == ids.get(r, -9):
+                heard = True  # it died before it could log the change: not a zombie
+                break
             if f.broker != r:
                 continue
             if f.kind == "start":

@@ -312,7 +312,8 @@ def test_in_process_entry_point(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
     assert code == 0
     text = capsys.readouterr().out
-    assert "Acknowledged m2 (offset 1) can no longer be read" in text
+    assert "m2 (offset 1) can no longer be read" in text
+    assert "Acknowledged writes lost: yes" in text
     assert "Kafka 3.3.1" in text
 
 

@@ -38,9 +38,10 @@ from typing import Any
 
 import pytest
 
-from harness.db import PARTITION, TOPIC, Cluster, TopicSpec
-from harness.db.versions import CATALOGUE, KafkaVersion, resolve_version
-from harness.metadata import PartitionView
+from harness.db import Cluster, TopicSpec
+from harness.db.catalogue.versions import CATALOGUE, KafkaVersion, resolve_version
+from harness.db.mode.view import PartitionView
+from harness.db.names import PARTITION, TOPIC
 from reference_model.generations import GENERATIONS, generation
 from reference_model.scenario import Scenario, ScenarioError
 
@@ -136,11 +137,11 @@ def _settings(config: pytest.Config) -> Settings:
 def unavailable(version: KafkaVersion, backend: str) -> str | None:
     """Why this machine cannot run ``version`` on ``backend``, in one line; None if it can."""
     if backend == "docker":
-        from harness.db.containers import docker_available, image_for
+        from harness.db.runtime.docker import docker_available, image_for
 
         reason = docker_available()
         return reason if reason is not None else _missing_image(image_for(version))
-    from harness.db.local import local_unavailable
+    from harness.db.runtime.local import local_unavailable
 
     return local_unavailable(version)
 
@@ -662,7 +663,7 @@ def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
     workdir = _unique(settings.out / "fixtures" / run_id)
     request.node.user_properties.append((RUN_FOLDER, str(workdir)))
     if network:
-        from harness.db.local import LocalCluster
+        from harness.db.runtime.local import LocalCluster
 
         cluster: Cluster = LocalCluster(version, names, workdir, network=True)
     else:

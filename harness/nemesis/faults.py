@@ -20,7 +20,8 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.db import PARTITION, TOPIC, Cluster, ClusterError
+from harness.db import Cluster, ClusterError
+from harness.db.names import PARTITION, TOPIC
 from harness.nemesis.network import CLIENT, Direction, Partitions, network_available
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
@@ -53,7 +54,7 @@ def pause(cluster: Cluster, name: str, timeout: float = 10.0) -> None:
     """
     from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
-    from harness.db.process import stopped
+    from harness.db.runtime.process import stopped
 
     cluster.signal(name, signal.SIGSTOP)
     pid = cluster.host_pid(name)

@@ -101,7 +101,7 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
     Tries the version profiles (``3.4.0``, ``3.5.1-kraft``, ``2.8.2-ibp0.10``) and falls back
     to the era aliases (``hw``, ``kip101``, ``kip279``, ``kip320``).
     """
-    from harness.db.versions import CATALOGUE
+    from harness.db.catalogue.versions import CATALOGUE
 
     rel = _number(release)
     names = []
@@ -131,7 +131,7 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
 
 def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> VersionInfo:
     """The Kafka version the logs were written by, and the model generation for it."""
-    from harness.db.versions import CATALOGUE
+    from harness.db.catalogue.versions import CATALOGUE
 
     if override:
         if override in CATALOGUE:

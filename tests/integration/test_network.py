@@ -21,9 +21,11 @@ import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness.client.producer import Producer
-from harness.db import CONTROLLER, BrokerUnavailable, TopicSpec
-from harness.db.local import LocalCluster, find_tree
-from harness.db.versions import resolve_version
+from harness.db import BrokerUnavailable, TopicSpec
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.names import CONTROLLER
+from harness.db.runtime.local import LocalCluster
 from harness.generator.playbook.settle import (
     LAI_DONE,
     LAI_FINISHED,

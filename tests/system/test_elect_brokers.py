@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
 from tests.system.test_brokers import jvms_under, require

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from harness.db import BrokerUnavailable
-from harness.db.local import find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.realise import SHORT_LAG_MS, needs
 from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
@@ -106,7 +106,7 @@ def test_network_steps_play_and_match_the_model(
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
     else:
-        from harness.db.containers import docker_available
+        from harness.db.runtime.docker import docker_available
 
         reason = docker_available()
         if reason is not None:

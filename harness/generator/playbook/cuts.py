@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.db import CONTROLLER
+from harness.db.names import CONTROLLER
 from harness.generator.playbook.fences import StepPrevented
 from harness.generator.playbook.state import PlaybookState
 from harness.generator.realise import ZOOKEEPER

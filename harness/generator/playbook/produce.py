@@ -93,7 +93,7 @@ class ProduceSteps(Settling):
     def _leader_answered_after_pause(self, name: str | None) -> float | None:
         """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:
         down, paused, or cut from the harness's client; the timer alone then)."""
-        from harness.client.wire import WireError, api_versions
+        from harness.protocol.wire import WireError, api_versions
 
         if name is None or name in self.down or name in self.held or name in self.user_paused:
             return None

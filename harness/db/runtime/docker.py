@@ -5,7 +5,7 @@
   (ZooKeeper, the controller broker, one per scenario broker) with labels and a log wait
   strategy; the docker SDK for what testcontainers does not cover (restart of the same
   container, signals, status). Ryuk is disabled (its image cannot be pulled here); the
-  project's reaper (:mod:`harness.db.reaper`) removes what a killed harness left.
+  project's reaper (:mod:`harness.db.runtime.reaper`) removes what a killed harness left.
 - **Network**: one user-defined bridge per run with IP masquerading off, fixed addresses per
   container (a restarted broker keeps its IP, so peers' cached addresses and the partition
   rules stay right) and, when we are root, the default route removed inside every
@@ -16,7 +16,7 @@
   host name over the mode's own listeners.
 - **Runtime, not mode**: this is the container *runtime* of :class:`harness.db.Cluster`
   (:meth:`~DockerCluster.launch`, :meth:`~DockerCluster.run_tool`, signals, status, where
-  files and peers are); the mode (ZooKeeper or KRaft, :mod:`harness.db.modes`) decides
+  files and peers are); the mode (ZooKeeper or KRaft, :mod:`harness.db.mode`) decides
   which nodes exist and how they are configured, so both modes run in containers.
 - **Files**: data and log dirs are bind mounts under the run's work dir, so the read-back,
   the checkpoint faults and the power-loss cuts work on host files exactly as with the local
@@ -28,7 +28,7 @@
   entered from the host with ``nsenter -t <pid> -n``; rules are re-inserted when a container
   restarts (a fresh namespace), removed on heal, and go with the containers at close.
 
-Images come from :mod:`harness.db.images` (built from the release tree or the tarball when
+Images come from :mod:`harness.db.runtime.images` (built from the release tree or the tarball when
 missing). docker and testcontainers are imported lazily: without them, or without a
 daemon, :func:`docker_available` gives the one-line reason the tests skip with.
 """
@@ -48,12 +48,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.db import Cluster, ClusterError
-from harness.db import reaper as reaper_mod
-from harness.db.daemon import docker_available
-from harness.db.kafka_config import render
-from harness.db.local import free_port
-from harness.db.reaper import RUN_LABEL as LABEL
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.kafka_config import render
+from harness.db.catalogue.versions import KafkaVersion
+from harness.db.runtime import reaper as reaper_mod
+from harness.db.runtime.daemon import docker_available
+from harness.db.runtime.ports import free_port
+from harness.db.runtime.reaper import RUN_LABEL as LABEL
 
 __all__ = ["LABEL", "DockerCluster", "NetworkFaultError", "docker_available", "image_for"]
 
@@ -108,7 +108,7 @@ class DockerCluster(Cluster):
         from testcontainers.core.config import testcontainers_config
 
         import docker
-        from harness.db.images import ensure_image
+        from harness.db.runtime.images import ensure_image
 
         testcontainers_config.ryuk_disabled = True
         self.version = version
@@ -119,7 +119,7 @@ class DockerCluster(Cluster):
         self.say = say
         self.client: Any = docker.from_env(timeout=120)  # type: ignore[attr-defined]
         self.image = image or ensure_image(version, say, build=build, client=self.client)
-        from harness.db.modes import make_mode
+        from harness.db.mode import make_mode
 
         self.mode = make_mode(version, controllers)
         self.mode.startup_timeout = startup_timeout

@@ -57,7 +57,7 @@ def make_cluster(
         from harness.db.runtime.local import LocalCluster
 
         if network:
-            from harness.nemesis.network import network_available
+            from harness.db.runtime.netns import network_available
 
             reason = network_available()
             if reason is not None:

@@ -9,7 +9,7 @@
   hwchaos clusters; see kafka_config).
 - clean stop, restart, pause/resume (SIGSTOP/SIGCONT).
 - network partition of chosen links between brokers, controller, ZooKeeper and the
-  harness's clients, one way or both, and heal (harness.nemesis.network: the local backend
+  harness's clients, one way or both, and heal (harness.db.runtime.netns: the local backend
   started with ``network=True`` runs each JVM in its own namespace; root only). Without a
   run network :func:`partition` raises NotSupported with the reason in one line.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.db import Cluster, ClusterError
 from harness.db.names import PARTITION, TOPIC
-from harness.nemesis.network import CLIENT, Direction, Partitions, network_available
+from harness.db.runtime.netns import CLIENT, Direction, Partitions, network_available
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
 

@@ -23,7 +23,7 @@
   backend (the host page cache survives a container kill, as it survives a process kill).
 - **Faults**: the JVM is PID 1 of its container (``exec java`` in the entrypoint), so
   SIGKILL/SIGTERM/SIGSTOP/SIGCONT reach Java itself; network partitions are per link and
-  asymmetric: ``cluster.network`` is a :class:`harness.nemesis.network.LinkCuts` (the same
+  asymmetric: ``cluster.network`` is a :class:`harness.db.runtime.netns.LinkCuts` (the same
   rules as the local backend's run network: one DROP per cut link in a node's namespace),
   entered from the host with ``nsenter -t <pid> -n``; rules are re-inserted when a container
   restarts (a fresh namespace), removed on heal, and go with the containers at close.
@@ -131,7 +131,7 @@ class DockerCluster(Cluster):
         self._network: Any = None
         self._ips: dict[str, str] = {}
         self._published: dict[str, dict[int, int]] = {}  # container port -> host port
-        self.network: Any = None  # harness.nemesis.network.LinkCuts once the net exists
+        self.network: Any = None  # harness.db.runtime.netns.LinkCuts once the net exists
         self._closed = False
         self.isolated = _nsenter_ok()  # default route removed in every container
 
@@ -206,7 +206,7 @@ class DockerCluster(Cluster):
             taken.add(ip)
             self._ips[name] = ip
         if self.isolated:
-            from harness.nemesis.network import LinkCuts
+            from harness.db.runtime.netns import LinkCuts
 
             # The harness's clients reach containers through docker-proxy, from the gateway.
             self.network = LinkCuts(self._ips, gateway, self._enter, f"hwchaos:{self.run_id}")

@@ -1,7 +1,7 @@
 """The ``local`` backend: ZooKeeper, controllers and brokers as JVM processes on 127.0.0.1.
 
 With ``network=True`` (root only) every node runs in its own network namespace on a private
-subnet instead (harness.nemesis.network), listening on its own address, so the nemesis can
+subnet instead (harness.db.runtime.netns), listening on its own address, so the nemesis can
 cut links between them; the harness stays in the root namespace and reaches every node.
 
 Kafka comes from release trees on disk under their official names
@@ -32,9 +32,9 @@ from harness.db import (
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.kafka_config import render
 from harness.db.catalogue.versions import KafkaVersion
+from harness.db.runtime.netns import RunNetwork
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.process import spawn
-from harness.nemesis.network import RunNetwork
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", "-test-sources")

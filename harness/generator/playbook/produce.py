@@ -16,11 +16,11 @@ from __future__ import annotations
 import time
 
 from harness.client.producer import Delivery, Producer
+from harness.db.runtime.netns import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
-from harness.nemesis.network import CLIENT
 from reference_model.events import Event
 
 

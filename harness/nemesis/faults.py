@@ -23,6 +23,7 @@ from pathlib import Path
 from harness.db import Cluster, ClusterError
 from harness.db.names import PARTITION, TOPIC
 from harness.db.runtime.netns import CLIENT, Direction, Partitions, network_available
+from harness.db.runtime.process import stopped
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
 
@@ -53,8 +54,6 @@ def pause(cluster: Cluster, name: str, timeout: float = 10.0) -> None:
     loaded machine), behind the scenario's back.
     """
     from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
-
-    from harness.db.runtime.process import stopped
 
     cluster.signal(name, signal.SIGSTOP)
     pid = cluster.host_pid(name)

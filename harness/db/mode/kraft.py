@@ -11,13 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.db import BrokerSpec, Cluster, ClusterError, TopicSpec
+from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.kafka_config import (
     kraft_broker_properties,
     kraft_controller_properties,
     topic_config,
 )
 from harness.db.mode.base import CONTROLLER_IDS, NOT_CONTROLLER, Mode, await_state
+from harness.db.mode.kraft_view import KRaftView
 from harness.db.names import CONTROLLER
+from harness.protocol.wire import broker_heartbeat
+from harness.readback.metadata_records import schemas_for_tree
 
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
@@ -125,8 +129,6 @@ class KRaftMode(Mode):
     def start(self, cluster: Cluster) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from harness.db.catalogue.dists import find_tree
-
         # Formatting is a JVM per node: run them side by side, once per run.
         configs = {c: self._controller_props(cluster, c) for c in self.controllers}
         configs.update({b: self.broker_config(cluster, b)[1] for b in cluster.brokers})
@@ -192,12 +194,8 @@ class KRaftMode(Mode):
                 raise ClusterError(f"creating topic {spec.name}: {exc}") from None
 
     def view(self, cluster: Cluster) -> MetadataView:
-        from harness.db.mode.kraft_view import KRaftView
-        from harness.readback.metadata_records import schemas_for_tree
 
         if self._tree is None:
-            from harness.db.catalogue.dists import find_tree
-
             self._tree = find_tree(self.version)
         leader = cluster.nodes[CONTROLLER]
         return KRaftView(leader.data_dir, schemas_for_tree(self._tree), leader.broker_id)
@@ -210,7 +208,6 @@ class KRaftMode(Mode):
         Only the active controller of a quorum accepts heartbeats (the others answer
         NOT_CONTROLLER, 41): try the one that last accepted first, then the others.
         """
-        from harness.protocol.wire import broker_heartbeat
 
         order = [self._active] + [c for c in self.controllers if c != self._active]
         error = -1
@@ -227,7 +224,6 @@ class KRaftMode(Mode):
         return error
 
     def declare_dead(self, cluster: Cluster, name: str) -> bool:
-        from harness.db.mode.kraft_view import KRaftView
 
         with self._lock:
             self._alive.discard(name)
@@ -249,7 +245,6 @@ class KRaftMode(Mode):
 
     def _keep(self, cluster: Cluster) -> None:
         """The session keeper thread: heartbeats for silent brokers the script keeps alive."""
-        from harness.db.mode.kraft_view import KRaftView
 
         while not self._stop.wait(self.KEEPALIVE_INTERVAL):
             with self._lock:

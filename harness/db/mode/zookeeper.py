@@ -9,10 +9,12 @@ from typing import TYPE_CHECKING
 from harness.db import BrokerSpec, Cluster, TopicSpec
 from harness.db.catalogue.kafka_config import (
     broker_properties,
+    offsets_topic_znodes,
     topic_config,
     zookeeper_properties,
 )
 from harness.db.mode.base import SPARE_CONTROLLER, SPARE_CONTROLLER_ID, ZOOKEEPER, Mode, await_state
+from harness.db.mode.zk_view import ZkView
 from harness.db.names import CONTROLLER
 
 if TYPE_CHECKING:
@@ -71,7 +73,6 @@ class ZooKeeperMode(Mode):
         return f"{cluster.peer_host(ZOOKEEPER)}:{cluster.peer_port(ZOOKEEPER)}"
 
     def start(self, cluster: Cluster) -> None:
-        from harness.db.mode.zk_view import ZkView
 
         zk = cluster.nodes[ZOOKEEPER]
         zk.data_dir.mkdir(parents=True, exist_ok=True)
@@ -98,7 +99,6 @@ class ZooKeeperMode(Mode):
                 CONTROLLER,
                 self.startup_timeout,
             )
-            from harness.db.catalogue.kafka_config import offsets_topic_znodes
 
             for path, doc in offsets_topic_znodes(0).items():
                 import json
@@ -139,18 +139,15 @@ class ZooKeeperMode(Mode):
 
     def create_topic(self, cluster: Cluster, spec: TopicSpec) -> None:
         """Write the assignment and config znodes (milliseconds, every ZK-mode version)."""
-        from harness.db.mode.zk_view import ZkView
 
         with ZkView(self.zk_connect(cluster)) as zk:
             zk.create_topic(spec.name, self.replica_ids(cluster, spec.replicas), topic_config(spec))
 
     def view(self, cluster: Cluster) -> MetadataView:
-        from harness.db.mode.zk_view import ZkView
 
         return ZkView(self.zk_connect(cluster))
 
     def declare_dead(self, cluster: Cluster, name: str) -> bool:
-        from harness.db.mode.zk_view import ZkView
 
         with ZkView(self.zk_connect(cluster)) as zk:
             return zk.expire_registration(cluster.brokers[name].broker_id)

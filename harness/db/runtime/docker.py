@@ -50,8 +50,11 @@ from typing import Any
 from harness.db import Cluster, ClusterError
 from harness.db.catalogue.kafka_config import render
 from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode import make_mode
 from harness.db.runtime import reaper as reaper_mod
 from harness.db.runtime.daemon import docker_available
+from harness.db.runtime.images import ensure_image
+from harness.db.runtime.netns import LinkCuts
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.reaper import RUN_LABEL as LABEL
 
@@ -108,7 +111,6 @@ class DockerCluster(Cluster):
         from testcontainers.core.config import testcontainers_config
 
         import docker
-        from harness.db.runtime.images import ensure_image
 
         testcontainers_config.ryuk_disabled = True
         self.version = version
@@ -119,7 +121,6 @@ class DockerCluster(Cluster):
         self.say = say
         self.client: Any = docker.from_env(timeout=120)  # type: ignore[attr-defined]
         self.image = image or ensure_image(version, say, build=build, client=self.client)
-        from harness.db.mode import make_mode
 
         self.mode = make_mode(version, controllers)
         self.mode.startup_timeout = startup_timeout
@@ -206,8 +207,6 @@ class DockerCluster(Cluster):
             taken.add(ip)
             self._ips[name] = ip
         if self.isolated:
-            from harness.db.runtime.netns import LinkCuts
-
             # The harness's clients reach containers through docker-proxy, from the gateway.
             self.network = LinkCuts(self._ips, gateway, self._enter, f"hwchaos:{self.run_id}")
 

@@ -32,6 +32,7 @@ from harness.db import (
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.kafka_config import render
 from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode import make_mode
 from harness.db.runtime.netns import RunNetwork
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.process import spawn
@@ -72,7 +73,6 @@ class LocalCluster(Cluster):
         network: bool = False,
     ) -> None:
         """``network``: each node in its own network namespace, so links can be cut."""
-        from harness.db.mode import make_mode
 
         self.version = version
         self.tree = find_tree(version, dists)

@@ -29,6 +29,7 @@ from harness.replay.parse import (
     parse_records,
     split_paste,
 )
+from harness.replay.reconstruct import _PARTITION_KINDS
 
 _PASTE_SUFFIXES = (".log", ".txt", ".json", ".out", ".gz")
 _TP = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*?)-(\d+)(?![\w.-])|\[([\w.-]+),(\d+)\]")
@@ -149,8 +150,6 @@ def _rename(f: Fact, name: str) -> Fact:
 
 
 def _about_partition(b: BrokerLogs) -> bool:
-    from harness.replay.reconstruct import _PARTITION_KINDS
-
     return any(f.kind in _PARTITION_KINDS or f.kind in _EVIDENCE_KINDS for f in b.facts)
 
 

@@ -31,8 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.replay.parse import BrokerLogs, Fact
+from harness.db.catalogue.versions import CATALOGUE
+from harness.replay.formats import infer_release
+from harness.replay.parse import BrokerLogs, Fact, ReplayError
 from reference_model.events import Event
+from reference_model.generations import generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER
@@ -102,7 +105,6 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
     Tries the version profiles (``3.4.0``, ``3.5.1-kraft``, ``2.8.2-ibp0.10``) and falls back
     to the era aliases (``hw``, ``kip101``, ``kip279``, ``kip320``).
     """
-    from harness.db.versions import CATALOGUE
 
     rel = _number(release)
     names = []
@@ -116,8 +118,6 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
         if n in CATALOGUE:
             return n, CATALOGUE[n].generation
     try:
-        from reference_model.generations import generation
-
         for n in names:
             try:
                 generation(n)
@@ -132,7 +132,6 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
 
 def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> VersionInfo:
     """The Kafka version the logs were written by, and the model generation for it."""
-    from harness.db.versions import CATALOGUE
 
     if override:
         if override in CATALOGUE:
@@ -160,8 +159,6 @@ def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> Versi
     if release and not seen:
         how = f"inter.broker.protocol.version {ibp} in the config dump"
     if not release:
-        from harness.replay.formats import infer_release
-
         guess = infer_release(brokers)
         if guess is None:
             return VersionInfo(
@@ -289,8 +286,6 @@ def reconstruct(
         | {b.name for b in brokers if b.peer_only}
     )
     if not replicas:
-        from harness.replay.parse import ReplayError
-
         raise ReplayError(
             "the lines about the partition name no replica (only controller decisions): "
             "add a replica broker's server.log or state-change.log"

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.replay.parse import Fact
 from harness.replay.reconstruct import Reconstruction
+from harness.replay.verdict import evidence
 
 COLUMNS = [
     "ts",
@@ -216,8 +217,6 @@ def render_html(rec: Reconstruction, words: str, path: Path, title: str) -> None
         f"<td>{html.escape(w)}</td></tr>"
         for k, (e, w) in enumerate(zip(rec.scenario.steps, rec.step_facts, strict=False), 1)
     )
-    from harness.replay.verdict import evidence
-
     found = "".join(
         f'<li class="{f.how}"><b>{f.how}</b>: {html.escape(f.claim)} '
         f"<code>{html.escape(', '.join(f.cites))}</code></li>"

@@ -266,7 +266,8 @@ def reconstruct(
     power_loss_first: bool = False,
     append_unsure: bool = False,
     order: Sequence[str] | None = None,
-    copy_unsure: bool = False,
+    copy_unsure: frozenset[str] = frozenset(),
+    split_at: int | None = None,
 ) -> Reconstruction:
     """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
     comes back with fewer records than its leader wrote: it copied them and lost the
@@ -405,7 +406,12 @@ def reconstruct(
                             for fname in replicas:
                                 fi = b.idx[fname]
                                 rep = b.state().replicas[fi]
-                                if fi != lead and rep.alive and not rep.paused:
+                                if (
+                                    fi != lead
+                                    and fname in copy_unsure
+                                    and rep.alive
+                                    and not rep.paused
+                                ):
                                     fcap = next_leo_fact(fname, pos, follower=True)
                                     if fcap is None or fcap > leo:
                                         b.emit(b.ev("fetch", fname), f"{fname} copies {a.record}")
@@ -469,6 +475,8 @@ def reconstruct(
                     continue
                 must = acks_v == "all" and i in st.controller.isr
                 fcap = next_leo_fact(fname, pos, follower=True)
+                if fname in lagging and not must:
+                    continue  # the leader logged it out of the ISR: it was not fetching
                 if must or fcap is None or fcap > a.offset:
                     for _ in range(2):
                         b.emit(b.ev("fetch", fname), f"{fname} copies offset {a.offset}")
@@ -520,6 +528,8 @@ def reconstruct(
     # Controller decisions (elections, failures seen) in the logs at all?
     has_controller = any(g.kind in ("election", "broker_failure") for g in facts)
     restarted: set[str] = set()
+    lagging: set[str] = set()  # followers a leader logged out of the ISR (until they rejoin)
+    split_done: list[bool] = []
     registering: set[str] = set()  # started again, not yet registered with the controller
     # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
     hw_truncation = not b.scenario().config(version.generation).generation.epoch_truncation
@@ -580,7 +590,27 @@ def reconstruct(
         elif f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
             if "no effect" in f.detail or "epoch" in f.detail.lower() or "Offsets" in f.detail:
                 fetch(x, f"{x} truncation decision: {f.detail or 'truncate'} to {f.offset}")
+        elif f.kind == "isr_change" and f.detail == "shrinking" and f.broker in b.idx:
+            if split_at is not None and not split_done:
+                # The producer's records carry no times: ``split_at`` of them were written
+                # before the leader dropped the follower, the rest after.
+                split_done.append(True)
+                rest = pending[split_at:]
+                del pending[split_at:]
+                produce_pending(pos - 1)
+                pending.extend(rest)
+            st = b.state()
+            for i in st.controller.isr:
+                n = replicas[i]
+                if n != f.broker and by_name.get(n, -9) not in f.isr and by_name.get(n, -9) >= 0:
+                    lagging.add(n)
+                    if st.controller.leader == b.idx[f.broker]:
+                        b.emit(b.ev("isr_shrink", n), f"{f.broker} drops {n} from the ISR")
         elif f.kind == "isr_change" and f.detail in ("expanding", "updated"):
+            for i in f.isr:
+                n = names.get(i)
+                if n is not None:
+                    lagging.discard(n)
             for i in f.isr:
                 n = names.get(i)
                 if n is not None and n in b.idx and n != f.broker:
@@ -871,16 +901,43 @@ def explain(
             f"{a.divergent_offsets or 'none'}; its steps: {steps}"
         )
         main.alternatives.append(alt)
-    if any("but appended by" in w for w in main.step_facts):
-        alt = reconstruct(brokers, version, acked, acks, min_insync, name, copy_unsure=True)
-        if _outcome(alt) != _outcome(main):
+    if acked and any(f.kind == "isr_change" and f.detail == "shrinking" for f in main.facts):
+        # When were the records written: before or after the leader dropped a follower?
+        seen = {_outcome(main)} | {_outcome(a) for a in main.alternatives}
+        for k in range(len(acked) + 1):
+            alt = reconstruct(brokers, version, acked, acks, min_insync, name, split_at=k)
+            if _outcome(alt) in seen:
+                continue
+            seen.add(_outcome(alt))
             a = alt.result
             main.ambiguities.append(
-                "an unacknowledged record was appended; if the followers that log nothing "
-                f"against it copied it: lost acknowledged writes {alt.lost_acked or 'none'}, "
+                f"the producer's records carry no times: with {k} of them written before the "
+                f"ISR shrink the logs show, lost acknowledged writes {alt.lost_acked or 'none'}, "
                 f"divergent offsets {a.divergent_offsets or 'none'}"
             )
             main.alternatives.append(alt)
+    if any("but appended by" in w for w in main.step_facts):
+        # Which followers copied the unacknowledged record before its leader failed: each
+        # set of them is a reading the logs allow (up to 4 replicas: 15 sets).
+        from itertools import combinations
+
+        seen = {_outcome(main)} | {_outcome(a) for a in main.alternatives}
+        names_ = list(main.scenario.brokers)[:4]
+        for k in range(1, len(names_) + 1):
+            for subset in combinations(names_, k):
+                alt = reconstruct(
+                    brokers, version, acked, acks, min_insync, name, copy_unsure=frozenset(subset)
+                )
+                if _outcome(alt) in seen:
+                    continue
+                seen.add(_outcome(alt))
+                a = alt.result
+                main.ambiguities.append(
+                    f"an unacknowledged record was appended; if {', '.join(subset)} copied it "
+                    f"before the leader failed: lost acknowledged writes "
+                    f"{alt.lost_acked or 'none'}, divergent offsets {a.divergent_offsets or 'none'}"
+                )
+                main.alternatives.append(alt)
     if any("not placed by any fact" in a for a in main.ambiguities):
         alt = reconstruct(brokers, version, acked, acks, min_insync, name, append_unsure=True)
         if _outcome(alt) != _outcome(main):

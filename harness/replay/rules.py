@@ -295,7 +295,8 @@ def facts(
         if m:
             return [fact("broker_added", broker_id=i) for i in _int_list(_first(m))]
         if _FATAL_TRUNC.search(line):
-            return [fact("fatal_truncation")]
+            # Another partition's halt: the broker stopped, which ends its lines here too.
+            return [fact("fatal_other_partition")]
         return []
     # Lines about the partition. Lines naming many partitions (UpdateMetadata, fetcher
     # lists) say nothing about replication state beyond what the rules below pick out.

@@ -11,7 +11,7 @@ the replay arguments and the expected verdict) and ``input/`` (what is handed to
   timestamps (cut off by the terminal);
 - ``kubectl-one-broker``: one broker only, ``kubectl logs --prefix`` prefixes;
 - ``json-ecs``: log4j2 JsonTemplateLayout ECS lines, one file per broker;
-- ``wrapped``: one paste of every broker, hard-wrapped at 100 columns by a tracker;
+- ``wrapped``: each broker's lines hard-wrapped at 100 columns by a tracker;
 - ``gzip-rotated``: ``<broker>.server.log.1.gz`` + ``<broker>.server.log`` per broker;
 - ``around-incident``: per broker, only the lines from 3 s before the first truncation.
 
@@ -127,12 +127,15 @@ def make(run: Path, name: str, form: str, broker: str = "") -> None:
             lines = [_ecs(line) for kind in LOG_KINDS for line in kinds.get(kind, [])]
             (inp / f"{b}.server.log").write_text("\n".join(lines) + "\n")
     elif form == "wrapped":
-        merged = _merged(logs)
-        text = "\n".join(
-            "\n".join(textwrap.wrap(line, 100, break_long_words=True, drop_whitespace=False))
-            for _, _, line in merged
-        )
-        (inp / "ticket.txt").write_text(text + "\n")
+        # Each broker's lines as a ticket attachment, hard-wrapped at 100 columns.
+        for b, kinds in logs.items():
+            lines = [line for kind in LOG_KINDS for line in kinds.get(kind, [])]
+            lines.sort(key=lambda s: parse_ts(s) or datetime.min)
+            text = "\n".join(
+                "\n".join(textwrap.wrap(line, 100, break_long_words=True, drop_whitespace=False))
+                for line in lines
+            )
+            (inp / f"{b}.server.log").write_text(text + "\n")
     elif form == "gzip-rotated":
         for b, kinds in logs.items():
             for kind, lines in kinds.items():

@@ -39,14 +39,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from table import bench_line
 
-from harness import native
-from reference_model.explorer import (
+from explorer.search import (
     ALL_REDUCTIONS,
     NO_REDUCTIONS,
     Bounds,
     ExploreResult,
     Reductions,
 )
+from harness import native
 from reference_model.generations import GENERATIONS
 
 BOUND_CASES: list[tuple[str, Bounds]] = [

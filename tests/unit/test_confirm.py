@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from explorer.search import Bounds, counterexample_scenario, explore
 from harness.generator.confirm import (
     CLASSIFICATIONS,
     CONFIRMED,
@@ -30,7 +31,6 @@ from harness.generator.confirm import (
     model_verdict,
     summary_table,
 )
-from reference_model.explorer import Bounds, counterexample_scenario, explore
 from reference_model.generations import generation
 from reference_model.scenario import Scenario
 

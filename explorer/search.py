@@ -43,7 +43,8 @@ from typing import Final, NamedTuple
 from explorer.fast_replace import fast_replace
 from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
-from explorer.symmetry import Canonicaliser, clear_cache
+from explorer.symmetry import Canonicaliser
+from explorer.symmetry_runtime import clear_cache
 from reference_model.events import Event
 from reference_model.generations import Generation
 from reference_model.prevention import PREVENTABLE, prevented

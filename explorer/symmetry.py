@@ -25,9 +25,19 @@ from __future__ import annotations
 import hashlib
 import itertools
 import operator
-from collections.abc import Callable, Iterable
 from typing import Any, Final, NamedTuple
 
+from explorer.symmetry_runtime import (
+    _CACHE,
+    _CACHE_MAX,
+    Encoder,
+    _cached,
+    _mask,
+    _ordered_ms,
+    _record_order_key,
+    _Same,
+    _sorted_ms,
+)
 from reference_model import state as state_module
 from reference_model.state import PartitionState
 
@@ -172,15 +182,6 @@ def check_classification() -> None:
 
 # ------------------------------------------------------------------ generated encoders
 
-Encoder = Callable[..., Any]
-
-
-def _mask(ids: Iterable[int], pm: tuple[int, ...]) -> int:
-    m = 0
-    for j in ids:
-        m |= 1 << pm[j]
-    return m
-
 
 def _field_expr(kind: Kind, v: str, prefix: str = "enc_") -> str:
     """Python expression encoding value ``v`` of ``kind`` under (pm, inv, rf)."""
@@ -205,10 +206,6 @@ def _field_expr(kind: Kind, v: str, prefix: str = "enc_") -> str:
     if tag == "per_replica":
         return f"tuple([() if {v}[k] is None else {sub}({v}[k], pm, inv, rf) for k in inv])"
     raise ValueError(f"explorer symmetry: unknown field kind {tag!r}")
-
-
-def _sorted_ms(items: tuple[Any, ...], enc: Encoder, pm: Any, inv: Any, rf: Any) -> tuple[Any, ...]:
-    return tuple(sorted([enc(e, pm, inv, rf) for e in items]))
 
 
 def _build_encoders(record_renaming: bool) -> dict[str, Encoder]:
@@ -311,7 +308,7 @@ def canon_source() -> str:
         "",
         "from typing import Any, Final",
         "",
-        "from explorer.symmetry import (",
+        "from explorer.symmetry_runtime import (",
         "    _cached,",
         "    _mask,",
         "    _ordered_ms,",
@@ -383,39 +380,6 @@ def _transform_expr(kind: Kind, v: str) -> str:
     raise ValueError(f"explorer symmetry: unknown field kind {tag!r}")
 
 
-_CACHE: Final[dict[Any, Any]] = {}
-_CACHE_MAX: Final = 400_000
-
-
-def _cached(tr: Encoder, o: Any, pm: Any, inv: Any, rn: Any) -> Any:
-    """Relabelled per-replica values, memoised when no record is renamed.
-
-    A successor state shares every untouched replica object with its parent, so the same
-    replica is relabelled under the same permutation again and again. The memo is cleared
-    when it grows past ``_CACHE_MAX`` entries (it only saves time, never changes a key).
-    """
-    if type(rn) is not _Same:
-        return tr(o, pm, inv, rn)
-    k = (o, pm)
-    r = _CACHE.get(k)
-    if r is None:
-        if len(_CACHE) >= _CACHE_MAX:
-            _CACHE.clear()
-        r = _CACHE[k] = tr(o, pm, inv, rn)
-    return r
-
-
-def clear_cache() -> None:
-    """Drop the relabelling memo (the explorer calls it when a search ends)."""
-    _CACHE.clear()
-
-
-def _ordered_ms(
-    items: tuple[Any, ...], tr: Encoder, pm: Any, inv: Any, rn: Any, order: Encoder
-) -> tuple[Any, ...]:
-    return tuple(sorted([tr(e, pm, inv, rn) for e in items], key=order))
-
-
 def _build_transforms() -> dict[str, Encoder]:
     """One compiled function per state class: ``tr_X(obj, pm, inv, rn) -> X`` (see below)."""
     ns = _build_transforms_ns()
@@ -439,29 +403,9 @@ def _build_field_transform(kind: Kind) -> Encoder:
     return ns["f"]  # type: ignore[no-any-return]
 
 
-def _record_order_key(index: int) -> Encoder:
-    def key(o: Any) -> Any:
-        return record_rank(o[index])
-
-    return key
-
-
-def record_rank(record: str) -> tuple[int, str]:
-    """Order of record ids: ``m2`` before ``m10`` (ids are ``m`` + production number)."""
-    digits = record.lstrip("m")
-    return (int(digits), record) if digits.isdigit() else (1 << 30, record)
-
-
 def _record_fields(cls_name: str) -> list[int]:
     fields: tuple[str, ...] = state_classes()[cls_name]._fields  # type: ignore[attr-defined]
     return [i for i, f in enumerate(fields) if FIELDS[cls_name][f] == RECORD]
-
-
-class _Same(dict[Any, Any]):
-    """Record renaming that changes nothing."""
-
-    def __missing__(self, key: Any) -> Any:
-        return key
 
 
 class _Labels(dict[Any, int]):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from explorer.symmetry import (
+from explorer.symmetry_runtime import (
     _cached,
     _mask,
     _ordered_ms,

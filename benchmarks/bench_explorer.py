@@ -47,7 +47,7 @@ from explorer.search import (
     Reductions,
 )
 from harness import native
-from reference_model.generations import GENERATIONS
+from reference_model.profiles import GENERATIONS
 
 BOUND_CASES: list[tuple[str, Bounds]] = [
     ("r2 default", Bounds()),

@@ -46,8 +46,8 @@ from explorer.por import COMMUTING, independent
 from explorer.symmetry import Canonicaliser
 from explorer.symmetry_runtime import clear_cache
 from reference_model.events import Event
-from reference_model.generations import Generation
 from reference_model.prevention import PREVENTABLE, prevented
+from reference_model.profiles import Generation
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
 from reference_model.transitions import apply

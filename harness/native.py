@@ -424,7 +424,7 @@ def _child(expect_compiled: bool, out: IO[str]) -> int:
     import reference_model.transitions as transitions
     from explorer.search import Bounds, Reductions
     from explorer.search import explore as search
-    from reference_model.generations import generation
+    from reference_model.profiles import generation
 
     model_file = str(transitions.__file__)
     if expect_compiled != model_file.endswith(EXTENSION_SUFFIXES):

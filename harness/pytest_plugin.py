@@ -41,7 +41,7 @@ import pytest
 from harness.db import PARTITION, TOPIC, Cluster, TopicSpec
 from harness.db.versions import CATALOGUE, KafkaVersion, resolve_version
 from harness.metadata import PartitionView
-from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import GENERATIONS, generation
 from reference_model.scenario import Scenario, ScenarioError
 
 RUN_FOLDER = "hwchaos_run_folder"

@@ -16,7 +16,7 @@ from typing import Any
 from explorer.search import Bounds, explore
 from harness.cli import protocol_type
 from harness.generator.scenarios import catalogue, load_scenario
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.run import run_scenario
 from reference_model.scenario import ScenarioError
 

@@ -115,7 +115,7 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
         if n in CATALOGUE:
             return n, CATALOGUE[n].generation
     try:
-        from reference_model.generations import generation
+        from reference_model.profiles import generation
 
         for n in names:
             try:

@@ -31,7 +31,7 @@ from harness.generator.confirm import (
     model_verdict,
     summary_table,
 )
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]

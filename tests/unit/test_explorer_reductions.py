@@ -27,7 +27,7 @@ from explorer.search import (
 from explorer.symmetry import Canonicaliser, _build_transforms, _Same
 from harness.cli import main
 from reference_model.events import Event
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.scenario import to_document
 from reference_model.state import Config, PartitionState, initial_state
 from reference_model.transitions import apply

@@ -11,7 +11,7 @@ from explorer.invariants import judged_violations, settled
 from explorer.search import Bounds, explore
 from reference_model import verdict
 from reference_model.events import Event
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.state import Config, PartitionState, initial_state
 from reference_model.transitions import apply
 

@@ -6,7 +6,7 @@ import pytest
 
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from reference_model.events import Event
-from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import GENERATIONS, generation
 from reference_model.run import run_scenario
 from reference_model.state import Config, initial_state
 from reference_model.transitions import apply

@@ -477,6 +477,8 @@ def reconstruct(
                 fcap = next_leo_fact(fname, pos, follower=True)
                 if fname in lagging and not must:
                     continue  # the leader logged it out of the ISR: it was not fetching
+                if fname in copy_cap and a.offset >= copy_cap[fname]:
+                    continue  # the shrink line states this follower's LEO below the offset
                 if must or fcap is None or fcap > a.offset:
                     for _ in range(2):
                         b.emit(b.ev("fetch", fname), f"{fname} copies offset {a.offset}")
@@ -529,6 +531,7 @@ def reconstruct(
     has_controller = any(g.kind in ("election", "broker_failure") for g in facts)
     restarted: set[str] = set()
     lagging: set[str] = set()  # followers a leader logged out of the ISR (until they rejoin)
+    copy_cap: dict[str, int] = {}  # follower -> LEO a shrink line states for it
     split_done: list[bool] = []
     registering: set[str] = set()  # started again, not yet registered with the controller
     # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
@@ -591,6 +594,22 @@ def reconstruct(
             if "no effect" in f.detail or "epoch" in f.detail.lower() or "Offsets" in f.detail:
                 fetch(x, f"{x} truncation decision: {f.detail or 'truncate'} to {f.offset}")
         elif f.kind == "isr_change" and f.detail == "shrinking" and f.broker in b.idx:
+            if f.offset >= 0 and split_at is None:
+                # 2.x+ shrink lines state the leader's LEO and each dropped follower's: the
+                # records below the leader's LEO were written before the shrink, and each
+                # dropped follower held exactly its stated LEO.
+                caps = {
+                    names.get(int(i), ""): int(o)
+                    for i, o in re.findall(r"brokerId: (\d+), endOffset: (\d+)", f.line)
+                }
+                before = [a for a in pending if 0 <= a.offset < f.offset]
+                rest = [a for a in pending if a not in before]
+                if before and not synth:
+                    pending[:] = before
+                    copy_cap.update(caps)
+                    produce_pending(pos - 1)
+                    copy_cap.clear()
+                    pending.extend(rest)
             if split_at is not None and not split_done:
                 # The producer's records carry no times: ``split_at`` of them were written
                 # before the leader dropped the follower, the rest after.

@@ -268,6 +268,7 @@ def reconstruct(
     order: Sequence[str] | None = None,
     copy_unsure: frozenset[str] = frozenset(),
     split_at: int | None = None,
+    copied_before: int = 0,
 ) -> Reconstruction:
     """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
     comes back with fewer records than its leader wrote: it copied them and lost the
@@ -613,10 +614,18 @@ def reconstruct(
             if split_at is not None and not split_done:
                 # The producer's records carry no times: ``split_at`` of them were written
                 # before the leader dropped the follower, the rest after.
+                # Of those, the dropped followers (which stopped fetching before the leader
+                # noticed) copied the first ``copied_before``.
                 split_done.append(True)
                 rest = pending[split_at:]
                 del pending[split_at:]
+                if copied_before < len(pending) and pending[copied_before].offset >= 0:
+                    cap = pending[copied_before].offset
+                    for dropped in replicas:
+                        if dropped != f.broker and by_name.get(dropped, -9) not in f.isr:
+                            copy_cap[dropped] = cap
                 produce_pending(pos - 1)
+                copy_cap.clear()
                 pending.extend(rest)
             st = b.state()
             for i in st.controller.isr:
@@ -923,18 +932,22 @@ def explain(
     if acked and any(f.kind == "isr_change" and f.detail == "shrinking" for f in main.facts):
         # When were the records written: before or after the leader dropped a follower?
         seen = {_outcome(main)} | {_outcome(a) for a in main.alternatives}
-        for k in range(len(acked) + 1):
-            alt = reconstruct(brokers, version, acked, acks, min_insync, name, split_at=k)
-            if _outcome(alt) in seen:
-                continue
-            seen.add(_outcome(alt))
-            a = alt.result
-            main.ambiguities.append(
-                f"the producer's records carry no times: with {k} of them written before the "
-                f"ISR shrink the logs show, lost acknowledged writes {alt.lost_acked or 'none'}, "
-                f"divergent offsets {a.divergent_offsets or 'none'}"
-            )
-            main.alternatives.append(alt)
+        for k in range(min(len(acked), 6) + 1):
+            for j in range(k + 1):
+                alt = reconstruct(
+                    brokers, version, acked, acks, min_insync, name, split_at=k, copied_before=j
+                )
+                if _outcome(alt) in seen:
+                    continue
+                seen.add(_outcome(alt))
+                a = alt.result
+                main.ambiguities.append(
+                    f"the producer's records carry no times: with {k} of them written before "
+                    f"the ISR shrink the logs show ({j} copied by the dropped followers), lost "
+                    f"acknowledged writes {alt.lost_acked or 'none'}, divergent offsets "
+                    f"{a.divergent_offsets or 'none'}"
+                )
+                main.alternatives.append(alt)
     if any("but appended by" in w for w in main.step_facts):
         # Which followers copied the unacknowledged record before its leader failed: each
         # set of them is a reading the logs allow (up to 4 replicas: 15 sets).

@@ -591,7 +591,19 @@ def reconstruct(
                         "afterwards: its LeaderAndIsr never arrived (inferred)"
                     )
                 b.emit(Event("detect", replica=b.idx[x], hold=held), why)
-        elif f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
+        if (
+            f.kind in ("truncate", "become_follower", "leader_and_isr")
+            and f.broker == x
+            and not b.state().replicas[b.idx[x]].alive
+        ):
+            # It logs again without a start line: it was cut off (its session expired), not
+            # dead; played as a crash whose restart keeps the log (page cache intact).
+            b.emit(
+                b.ev("restart", x),
+                f"inferred: {x} logs again without starting: it was cut off, not dead",
+            )
+            restarted.add(x)
+        if f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
             if "no effect" in f.detail or "epoch" in f.detail.lower() or "Offsets" in f.detail:
                 fetch(x, f"{x} truncation decision: {f.detail or 'truncate'} to {f.offset}")
         elif f.kind == "isr_change" and f.detail == "shrinking" and f.broker in b.idx:

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         if cell.model_only:
             write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
         else:
-            from harness.generator.runner import run_on_brokers
+            from harness.trial import run_on_brokers
 
             ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
             failures += 0 if ok else 1

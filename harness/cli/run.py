@@ -10,8 +10,8 @@ from pathlib import Path
 
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.versions import CATALOGUE, resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
+from harness.trial import trial
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     run_id = f"{scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
     folder = out_dir / run_id
     try:
-        info, _pred, verdict = play(
+        info, _pred, verdict, _record = trial(
             scenario,
             version,
             args.backend,

@@ -117,7 +117,7 @@ class ScenarioItem(pytest.Item):
             )
 
     def _run_brokers(self, version: KafkaVersion) -> None:
-        from harness.generator.runner import run_on_brokers
+        from harness.trial import run_on_brokers
 
         settings = _settings(self.config)
         reason = unavailable(version, settings.backend)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
+from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
 
 # m1 replicated to B and C, B elected while A leads, m2 written by B; A fetches from B.
@@ -71,7 +71,7 @@ def scenario(tmp_path: Path, text: str, name: str) -> Path:
 
 def play_text(tmp_path: Path, text: str, name: str, version: str, run: Path) -> Any:
     """Play a scenario given as text on local JVMs of ``version`` into ``run``."""
-    return play(
+    return trial(
         load_scenario(scenario(tmp_path, text, name)),
         resolve_version(version),
         "local",

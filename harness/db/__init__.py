@@ -44,6 +44,17 @@ class ClusterError(RuntimeError):
     """A cluster could not be started or reached; the message is one line."""
 
 
+class FenceTimeout(RuntimeError):
+    """A step's precondition never became true; the run stops rather than guess.
+
+    Defined with the cluster because the modes wait on their own controller's state too.
+    """
+
+
+class StepPrevented(RuntimeError):
+    """The step cannot be made to happen on this backend/version (a result, not a bug)."""
+
+
 class BrokerUnavailable(ClusterError):
     """No Kafka release tree (or Docker daemon) is configured on this machine."""
 

@@ -79,7 +79,6 @@ class ControllerFailover:
     """Freeze, fail over and restore the controller brokers of one ZooKeeper-mode cluster."""
 
     def __init__(self, cluster: Cluster, wait: Wait, timeout: float = 45.0) -> None:
-
         if not isinstance(cluster.mode, ZooKeeperMode) or cluster.mode.spare is None:
             raise ValueError("controller failover needs a ZooKeeper-mode cluster with a spare")
         self.cluster = cluster
@@ -91,7 +90,6 @@ class ControllerFailover:
     # ------------------------------------------------------------------ observing
 
     def _zk(self) -> Any:
-
         return ZkView(self.mode.zk_connect(self.cluster))
 
     def eligible(self) -> list[str]:

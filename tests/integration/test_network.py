@@ -24,6 +24,12 @@ from harness.client.producer import Producer
 from harness.db import BrokerUnavailable, TopicSpec
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
+from harness.db.mode.zookeeper import (
+    LAI_DONE,
+    LAI_FINISHED,
+    LAI_SENT_PARTITION,
+    LAI_SENT_REQUEST,
+)
 from harness.db.names import CONTROLLER
 from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.netns import (
@@ -34,12 +40,6 @@ from harness.db.runtime.netns import (
     RunNetwork,
     network_available,
     reap_leftovers,
-)
-from harness.generator.playbook.settle import (
-    LAI_DONE,
-    LAI_FINISHED,
-    LAI_SENT_PARTITION,
-    LAI_SENT_REQUEST,
 )
 from harness.nemesis import faults
 from harness.readback.log4j import read_rotated

@@ -175,7 +175,6 @@ class ProduceSteps(Settling):
         )
 
     def _failed(self, record: str, why: str) -> None:
-
         d = Delivery(record)
         d.status, d.error = "failed", why
         self.producer.deliveries[record] = d

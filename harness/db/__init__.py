@@ -103,6 +103,8 @@ class Cluster(ABC):
     nodes: dict[str, BrokerSpec]
     workdir: Path
     network: Partitions | None = None  # cuts links between nodes; None: this runtime cannot
+    # Nodes stopped on purpose: a node exiting while the mode waits is an error, unless listed.
+    expected_down: set[str]
 
     # ------------------------------------------------------------------ runtime capabilities
 

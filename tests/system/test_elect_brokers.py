@@ -90,7 +90,7 @@ def notes(run: Path) -> dict[int, list[str]]:
 def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) -> None:
     require(version)
     run = tmp_path / "run"
-    info, prediction, verdict = play_text(tmp_path, ELECT_B, "elect-b", version, run)
+    info, prediction, verdict, _record = play_text(tmp_path, ELECT_B, "elect-b", version, run)
     assert verdict is not None, info.extra.get("failure")
     assert prediction.prevented is None
     assert info.model_match, verdict.differences  # every replica's log as the model says
@@ -115,7 +115,9 @@ def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) 
     if reason is not None:
         pytest.skip(reason)
     run = tmp_path / "run"
-    info, prediction, verdict = play_text(tmp_path, UNCLEAN_B, "elect-unclean", version, run)
+    info, prediction, verdict, _record = play_text(
+        tmp_path, UNCLEAN_B, "elect-unclean", version, run
+    )
     assert verdict is not None, info.extra.get("failure")
     assert info.model_match, verdict.differences
     assert verdict.verdict == verdict_is

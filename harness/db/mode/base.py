@@ -45,7 +45,7 @@ def await_state(
     def poll() -> bool:
         for n in cluster.nodes if name is None else [name]:
             code = cluster.exit_code(n)
-            if code is not None and n not in getattr(cluster, "expected_down", set()):
+            if code is not None and n not in cluster.expected_down:
                 raise ClusterError(
                     f"{n} exited with code {code} while waiting for {what}; "
                     f"see {cluster.workdir / n / 'logs'}"

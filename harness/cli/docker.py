@@ -21,7 +21,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from harness.db.runtime.daemon import docker_available, ensure_daemon
 
     if args.action == "up":

@@ -36,7 +36,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
     from harness.db.runtime.daemon import docker_available
 
     reason = docker_available()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
@@ -99,6 +99,33 @@ class Decisions(ABC):
         """
 
 
+class ControllerElection(Protocol):
+    """The controller-eligible nodes of a cluster with a spare, for a controller failover
+    (:mod:`harness.nemesis.failover`): who is controller, who is registered, and ending the
+    session of a killed controller as its expiry would."""
+
+    def eligible(self) -> list[str]:
+        """The nodes that may be controller (they host no replica of the test topic)."""
+        ...
+
+    def controller_id(self) -> int:
+        """The active controller's id."""
+        ...
+
+    def registered(self, broker_id: int) -> bool:
+        """``broker_id`` is registered (live) with the controller's store."""
+        ...
+
+    def drop_session(self, broker_id: int) -> None:
+        """Remove what the session of a killed ``broker_id`` held: registration, then
+        controllership, so the next controller never counts it live."""
+        ...
+
+    def describe(self) -> str:
+        """Who is controller and who is registered, in a line (for fence timeouts)."""
+        ...
+
+
 class Mode(ABC):
     """ZooKeeper or KRaft: see the module docstring.
 
@@ -157,6 +184,15 @@ class Mode(ABC):
 
     def close(self) -> None:  # noqa: B027
         """Stop whatever the mode runs in the harness itself; idempotent."""
+
+    def add_spare_controller(self, cluster: Cluster, port: int) -> bool:
+        """Add a second controller-eligible node (before the cluster starts) for a controller
+        failover; False: this mode has no such failover (KRaft's quorum elects by itself)."""
+        return False
+
+    def controller_election(self, cluster: Cluster) -> ControllerElection | None:
+        """The failover's view of the controller election, None without a spare."""
+        return None
 
     @abstractmethod
     def controller_nodes(self) -> list[str]:

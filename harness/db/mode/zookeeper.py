@@ -23,6 +23,7 @@ from harness.db.mode.base import (
     SPARE_CONTROLLER,
     SPARE_CONTROLLER_ID,
     ZOOKEEPER,
+    ControllerElection,
     Decisions,
     Mode,
     Wait,
@@ -71,6 +72,13 @@ class ZooKeeperMode(Mode):
     def controller_brokers(self) -> list[str]:
         """The brokers that may be controller: never a scenario broker."""
         return [CONTROLLER] + ([self.spare] if self.spare else [])
+
+    def add_spare_controller(self, cluster: Cluster, port: int) -> bool:
+        self.add_spare(cluster, port)
+        return True
+
+    def controller_election(self, cluster: Cluster) -> ControllerElection | None:
+        return ZkControllerElection(self, cluster) if self.spare is not None else None
 
     def make_nodes(
         self, broker_names: list[str], workdir: Path, free_port: Callable[[], int]
@@ -325,3 +333,38 @@ class LeaderAndIsrLog(Decisions):
             lambda: (self.sent(name) - sent0) - (self.done(name) - done0) <= 0,
             f"{name} to process the LeaderAndIsr requests held back from it",
         )
+
+
+class ZkControllerElection:
+    """The controller election as ZooKeeper holds it: ``/controller``, ``/brokers/ids``."""
+
+    def __init__(self, mode: ZooKeeperMode, cluster: Cluster) -> None:
+        self.mode = mode
+        self.cluster = cluster
+
+    def _zk(self) -> ZkView:
+        return ZkView(self.mode.zk_connect(self.cluster))
+
+    def eligible(self) -> list[str]:
+        return self.mode.controller_brokers()
+
+    def controller_id(self) -> int:
+        with self._zk() as zk:
+            return int(zk.controller())
+
+    def registered(self, broker_id: int) -> bool:
+        with self._zk() as zk:
+            return broker_id in zk.live_brokers()
+
+    def drop_session(self, broker_id: int) -> None:
+        # its session outlives the process (60 s): remove what it held, registration first
+        with self._zk() as zk:
+            zk.expire_registration(broker_id)
+            zk.resign_controller(broker_id)
+
+    def describe(self) -> str:
+        try:
+            with self._zk() as zk:
+                return f"/controller={zk.controller()} /brokers/ids={list(zk.live_brokers())}"
+        except Exception as exc:
+            return f"(ZooKeeper unreadable: {exc})"

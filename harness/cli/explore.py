@@ -20,13 +20,13 @@ from typing import Any
 
 import yaml
 
+from explorer.search import Bounds, Reductions, counterexample_scenario, explore
 from harness import native
 from harness.cli.model import PROFILE_HELP
 from harness.cli.overrides import add_overrides, add_profile
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.generator import confirm
-from reference_model.explorer import Bounds, Reductions, counterexample_scenario, explore
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.scenario import to_document
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from reference_model.generations import generation
+from reference_model.profiles import generation
 
 
 def profile_type(name: str) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
     from harness.db.mode import Mode
     from harness.db.mode.view import MetadataView
-    from harness.db.runtime.netns import Partitions
+    from harness.db.runtime.linkcuts import Partitions
 
 DEFAULT_DISTS = Path("/opt/kafka-dists")
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.db import Cluster
-from harness.db.runtime.netns import network_available
+from harness.db.runtime.linkcuts import network_available
 from reference_model.events import ZOOKEEPER_NODE
 from reference_model.scenario import Scenario
 

@@ -17,8 +17,8 @@ from harness.db import BrokerUnavailable, Cluster, ClusterError
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode.base import SPARE_CONTROLLER
 from harness.db.runtime.docker import DockerCluster, docker_available
+from harness.db.runtime.linkcuts import network_available
 from harness.db.runtime.local import LocalCluster
-from harness.db.runtime.netns import network_available
 from harness.generator.playbook import Playbook
 from harness.generator.playbook.fences import FenceTimeout, StepPrevented
 from harness.generator.realise import configure, needs, network_unavailable

@@ -31,16 +31,15 @@ from harness.db.mode.zookeeper import (
     LAI_SENT_REQUEST,
 )
 from harness.db.names import CONTROLLER
-from harness.db.runtime.local import LocalCluster
-from harness.db.runtime.netns import (
+from harness.db.runtime.linkcuts import (
     CLIENT,
     STATE_DIR,
     LinkCuts,
     NetworkError,
-    RunNetwork,
     network_available,
-    reap_leftovers,
 )
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.netns import RunNetwork, reap_leftovers
 from harness.nemesis import faults
 from harness.readback.log4j import read_rotated
 from harness.readback.logformat import read_partition_dir

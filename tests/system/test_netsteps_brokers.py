@@ -20,7 +20,7 @@ import pytest
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
-from harness.db.runtime.netns import network_available
+from harness.db.runtime.linkcuts import network_available
 from harness.generator.realise import SHORT_LAG_MS, needs
 from harness.generator.scenarios import load_scenario
 from harness.trial import trial

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.db.runtime.netns import CLIENT
+from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.fences import StepPrevented
 from harness.generator.playbook.state import PlaybookState
 from reference_model.events import CLIENT_NODE, CONTROLLER_NODE, ZOOKEEPER_NODE

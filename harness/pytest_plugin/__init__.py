@@ -25,15 +25,13 @@ loss, pause, resume, clean stop, restart, partition where the backend can) and
 (a release tree, java, a Docker daemon) skips the test with a one-line reason.
 """
 
+from harness.checker.expect import expect_problems, read_replicas, replica_table
 from harness.pytest_plugin.collect import (
     BadScenarioItem,
     HwchaosFailure,
     ScenarioFile,
     ScenarioItem,
-    expect_problems,
     pytest_collect_file,
-    read_replicas,
-    replica_table,
 )
 from harness.pytest_plugin.fixtures import (
     HwchaosCluster,

@@ -7,7 +7,7 @@ Scenario files as tests::
 
 collects every scenario file x Kafka version (and x model generation with
 ``--hwchaos-protocol``) as one test item. A broker item plays the scenario on a fresh
-cluster (:func:`harness.generator.runner.run_on_brokers`) and fails when the brokers
+cluster (:func:`harness.trial.run_on_brokers`) and fails when the brokers
 disagree with the model, with the per-replica diff (predicted vs observed logs, the first
 differing step) in the message. A scenario's optional ``expect:`` block (``lost_acked``,
 ``divergent_offsets``, ``replicas``) is checked against what the brokers did (broker
@@ -25,15 +25,13 @@ loss, pause, resume, clean stop, restart, partition where the backend can) and
 (a release tree, java, a Docker daemon) skips the test with a one-line reason.
 """
 
+from harness.checker.expect import expect_problems, read_replicas, replica_table
 from harness.pytest_plugin.collect import (
     BadScenarioItem,
     HwchaosFailure,
     ScenarioFile,
     ScenarioItem,
-    expect_problems,
     pytest_collect_file,
-    read_replicas,
-    replica_table,
 )
 from harness.pytest_plugin.fixtures import (
     HwchaosCluster,

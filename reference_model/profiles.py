@@ -60,7 +60,7 @@ RULES: dict[str, Rule] = {
             "kafka.server.epoch.LeaderEpochFileCache.assign",
             "batches carry the leader epoch and append extends leader-epoch-checkpoint",
             needs_ibp="0.11",
-            boundary="tests/test_profiles.py::test_kip101_boundary",
+            boundary="tests/unit/test_profiles.py::test_kip101_boundary",
         ),
         Rule(
             "epoch_truncation",
@@ -70,7 +70,7 @@ RULES: dict[str, Rule] = {
             "a new follower truncates by OffsetsForLeaderEpoch, not to its HW",
             needs_ibp="0.11",
             boundary="scenarios/kip101-scenario1.yaml, "
-            "tests/test_profiles.py::test_kip101_boundary",
+            "tests/unit/test_profiles.py::test_kip101_boundary",
         ),
         Rule(
             "epoch_walkback",
@@ -81,7 +81,7 @@ RULES: dict[str, Rule] = {
             "answer (largest epoch <= requested, its end); the follower steps back and asks again",
             needs_ibp="2.0",
             boundary="scenarios/kip279-fast-leader-change.yaml, "
-            "tests/test_profiles.py::test_kip279_boundary",
+            "tests/unit/test_profiles.py::test_kip279_boundary",
         ),
         Rule(
             "assign_epoch_on_leader",
@@ -91,7 +91,7 @@ RULES: dict[str, Rule] = {
             "LeaderEpochFileCache.endOffsetFor (epoch below the first entry)",
             "a new leader caches (epoch, LEO); an epoch older than the cache gets its first start",
             needs_ibp="0.11",
-            boundary="tests/test_profiles.py::test_kafka_7415_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7415_boundary",
         ),
         Rule(
             "isr_join_epoch_start",
@@ -99,7 +99,7 @@ RULES: dict[str, Rule] = {
             ("2.0.1", "2.1.0"),
             "kafka.cluster.Partition.maybeExpandIsr (leaderEpochStartOffsetOpt)",
             "a follower joins the ISR only once its LEO reaches the leader's epoch start offset",
-            boundary="tests/test_profiles.py::test_kafka_7128_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7128_boundary",
         ),
         Rule(
             "truncate_on_missed_epoch",
@@ -107,7 +107,7 @@ RULES: dict[str, Rule] = {
             ("2.0.1", "2.1.0"),
             "kafka.cluster.Partition.makeFollower (leader unchanged and epoch +0/+1 only)",
             "a follower that missed a leader epoch change truncates even if the leader is the same",
-            boundary="tests/test_profiles.py::test_kafka_7164_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7164_boundary",
         ),
         Rule(
             "out_of_range_truncates",
@@ -116,7 +116,7 @@ RULES: dict[str, Rule] = {
             "kafka.server.AbstractFetcherThread.fetchOffsetAndTruncate "
             "(before: ReplicaFetcherThread.handleOffsetOutOfRange halts)",
             "a follower ahead of the leader truncates to its LEO instead of halting the broker",
-            boundary="tests/test_profiles.py::test_kafka_7414_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7414_boundary",
         ),
         Rule(
             "fencing",
@@ -127,7 +127,7 @@ RULES: dict[str, Rule] = {
             "stale-epoch Fetch/OffsetsForLeaderEpoch fenced, superseded responses dropped",
             needs_ibp="2.1",
             boundary="scenarios/kip320-zombie-follower.yaml, "
-            "tests/test_profiles.py::test_kip320_boundary",
+            "tests/unit/test_profiles.py::test_kip320_boundary",
         ),
         Rule(
             "truncate_in_fetch",
@@ -139,7 +139,7 @@ RULES: dict[str, Rule] = {
             "at the leader's LEO has fetched, and is back in the ISR, in the same round",
             needs_ibp="2.7",
             boundary="scenarios/kip101-scenario1.yaml, "
-            "tests/test_profiles.py::test_kafka_10554_boundary",
+            "tests/unit/test_profiles.py::test_kafka_10554_boundary",
         ),
         Rule(
             "hw_needs_min_isr",
@@ -147,7 +147,7 @@ RULES: dict[str, Rule] = {
             ("3.7.0",),
             "kafka.cluster.Partition.maybeIncrementLeaderHW (isUnderMinIsr)",
             "the leader's HW does not advance while the ISR is below min.insync.replicas",
-            boundary="tests/test_profiles.py::test_kafka_15583_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_15583_boundary",
         ),
         Rule(
             "kraft",
@@ -159,7 +159,7 @@ RULES: dict[str, Rule] = {
             "incarnation (removed from the ISR, leadership moved); the ISR is never emptied "
             "without ELR",
             mode="kraft",
-            boundary="tests/test_profiles.py::test_kraft_restart_without_detect",
+            boundary="tests/unit/test_profiles.py::test_kraft_restart_without_detect",
         ),
         Rule(
             "no_epoch_bump_on_isr_shrink",
@@ -170,7 +170,7 @@ RULES: dict[str, Rule] = {
             "an ISR shrink without a leader change keeps the leader epoch",
             mode="kraft",
             boundary="scenarios/kraft-isr-shrink-epoch.yaml, "
-            "tests/test_profiles.py::test_kafka_15021_boundary",
+            "tests/unit/test_profiles.py::test_kafka_15021_boundary",
         ),
         Rule(
             "kraft_unclean_from_config",
@@ -181,7 +181,7 @@ RULES: dict[str, Rule] = {
             "the KRaft controller honours unclean.leader.election.enable "
             "(before: ElectLeaders only)",
             mode="kraft",
-            boundary="tests/test_profiles.py::test_kafka_12670_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_12670_boundary",
         ),
         Rule(
             "elr",
@@ -194,7 +194,7 @@ RULES: dict[str, Rule] = {
             mode="kraft",
             feature="elr",
             boundary="scenarios/kip966-last-replica-standing.yaml, "
-            "tests/test_profiles.py::test_kip966_boundary",
+            "tests/unit/test_profiles.py::test_kip966_boundary",
         ),
         Rule(
             "unclean_shutdown_detection",
@@ -217,7 +217,7 @@ RULES: dict[str, Rule] = {
             "ReplicationControlManager.handleBrokerFenced",
             "detect of a running broker that still reaches ZooKeeper (KRaft: the controller) "
             "is impossible: its session does not expire",
-            boundary="tests/test_prevention.py::test_detect_of_a_running_broker",
+            boundary="tests/unit/test_prevention.py::test_detect_of_a_running_broker",
             prevents=("detect",),
         ),
         Rule(
@@ -229,7 +229,7 @@ RULES: dict[str, Rule] = {
             "a KRaft restart the controller did not notice is impossible: the new incarnation "
             "is refused until the old session expires and the broker is fenced",
             mode="kraft",
-            boundary="tests/test_prevention.py::test_kraft_restart_before_the_controller_noticed",
+            boundary="tests/unit/test_prevention.py::test_kraft_restart_before_the_controller_noticed",
             prevents=("restart",),
         ),
         Rule(
@@ -240,7 +240,7 @@ RULES: dict[str, Rule] = {
             "(logEndOffset != leaderEndOffset; Replica.isCaughtUp from 2.7)",
             "a follower whose LEO (as the leader knows it) equals the leader's LEO is never out "
             "of sync: isr_shrink of it is impossible",
-            boundary="tests/test_prevention.py::test_kafka_7152_boundary",
+            boundary="tests/unit/test_prevention.py::test_kafka_7152_boundary",
             prevents=("isr_shrink",),
         ),
         Rule(
@@ -252,7 +252,7 @@ RULES: dict[str, Rule] = {
             "ReplicationControlManager.electLeaders",
             "an unclean election on demand exists (before: only OfflinePartitionLeaderSelector "
             "on a broker failure/startup with unclean.leader.election.enable)",
-            boundary="tests/test_prevention.py::test_kip460_boundary",
+            boundary="tests/unit/test_prevention.py::test_kip460_boundary",
             prevents=("elect",),
         ),
         Rule(
@@ -263,7 +263,7 @@ RULES: dict[str, Rule] = {
             "the leader is NoLeader or not live); ReplicationControlManager.electLeader",
             "an unclean election of an out-of-sync replica while the partition has a live "
             "leader is impossible on every release",
-            boundary="tests/test_prevention.py::test_kip460_boundary",
+            boundary="tests/unit/test_prevention.py::test_kip460_boundary",
             prevents=("elect",),
         ),
     )

@@ -5,7 +5,7 @@ leader, a produce to a broker that is no longer leader) returns the state unchan
 the producer's failure recorded, plus a note naming the Kafka error, so a scenario reads
 like a broker log and the explorer can prune no-op steps.
 
-Rules follow BACKGROUND.md; the ZooKeeper-mode controller behaviour follows
+Rules follow docs/background.md; the ZooKeeper-mode controller behaviour follows
 ``KafkaController`` of 0.10-2.x: it bumps the leader epoch on every election and whenever it
 removes a dead broker from the ISR; the leader's own ISR shrink/expand does not bump it.
 The KRaft controller (profiles with the ``kraft`` rule) follows ``ReplicationControlManager``

@@ -40,8 +40,24 @@ class Command:
 
 
 def blocks(text: str, lang: str) -> list[str]:
-    """The bodies of the fenced code blocks in ``text`` whose info string is ``lang``."""
-    return re.findall(rf"^```{lang}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+    """The bodies of the fenced code blocks in ``text`` whose info string is ``lang``.
+
+    Read fence by fence: a closing fence is never taken for the opening of the next block.
+    """
+    out: list[str] = []
+    body: list[str] | None = None
+    info = ""
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            if body is None:
+                body, info = [], line[3:].strip()
+            else:
+                if info == lang:
+                    out.append("".join(body))
+                body = None
+        elif body is not None:
+            body.append(line)
+    return out
 
 
 def commands(text: str) -> Iterator[Command]:
@@ -165,3 +181,52 @@ def test_parse_only_refuses_what_the_cli_refuses(monkeypatch: pytest.MonkeyPatch
                                                               "--no-such")):
         with pytest.raises(SystemExit):
             parse_only(argv, monkeypatch)
+
+
+def test_inline_hwchaos_commands_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands quoted in the prose (`hwchaos ...`) are held to the same parser."""
+    inline = re.findall(r"`hwchaos ([^`]+)`", README.read_text())
+    assert inline
+    for text in inline:
+        argv = tuple(shlex.split(text))
+        if argv[0] in ("kafka", "docker", "image", "native") and len(argv) == 1:
+            continue  # a command group named in passing
+        parse_only(argv, monkeypatch)
+
+
+def test_scenario_example_is_valid_and_plays(tmp_path: Path) -> None:
+    from harness.generator.scenarios import load_scenario
+    from reference_model.run import run_scenario
+
+    (example,) = blocks(README.read_text(), "yaml")
+    path = tmp_path / "mine.yaml"
+    path.write_text(example)
+    result = run_scenario(load_scenario(path), "3.3.1")
+    assert result.to_json()["leader"] == "B"
+
+
+def test_folder_map_names_existing_folders() -> None:
+    (tree,) = [b for b in blocks(README.read_text(), "") if "reference_model/" in b]
+    lines = tree.strip().splitlines()
+    assert len(lines) <= 10
+    for line in lines:
+        assert (ROOT / line.split()[0]).is_dir(), line
+
+
+def test_versions_shown_for_brokers_are_in_the_catalogue() -> None:
+    from harness.db.versions import CATALOGUE
+
+    text = README.read_text()
+    shown = {
+        v
+        for c in commands(text)
+        for flag, value in zip(c.argv, c.argv[1:], strict=False)
+        if flag in ("--kafka", "--versions", "--hwchaos-kafka")
+        and (c.argv[1] != "model" if Path(c.argv[0]).name == "hwchaos" else True)
+        for v in value.split(",")
+    }
+    section = text.split("## Where real Kafka comes from")[1].strip().split("\n\n")[0]
+    examples = set(re.findall(r"`(\d[\w.-]*)`", section))
+    assert len(examples) >= 4, section
+    shown |= examples
+    assert shown and shown <= set(CATALOGUE), shown - set(CATALOGUE)

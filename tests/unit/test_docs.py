@@ -90,3 +90,19 @@ def test_the_background_the_code_cites_is_in_docs() -> None:
             text = src.read_text()
             for m in re.finditer(r"\S*BACKGROUND\.md|\S*background\.md", text):
                 assert "docs/background.md" in m.group(0), f"{src}: cites {m.group(0)}"
+
+
+ROOTS = ("reference_model/", "harness/", "explorer/", "tests/", "scripts/", "benchmarks/",
+         "docker/", "scenarios/", "docs/")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_repository_paths_named_in_docs_exist(page: Path) -> None:
+    """A file or folder named in `code` (e.g. `harness/db/modes.py`) exists: moves show here."""
+    missing = []
+    for token in re.findall(r"`([^`\s]+)`", page.read_text()):
+        path = token.split("::")[0].rstrip(",.;:")
+        placeholder = re.search(r"[<>*{}$]", path)
+        if path.startswith(ROOTS) and not placeholder and not (ROOT / path).exists():
+            missing.append(token)
+    assert not missing, f"{page.name} names paths that do not exist: {missing}"

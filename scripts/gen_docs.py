@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from harness.db.versions import CATALOGUE  # noqa: E402
+from harness.db.catalogue.versions import CATALOGUE  # noqa: E402
 from reference_model.events import KINDS  # noqa: E402
 from reference_model.profiles import RULES, Rule, resolve  # noqa: E402
 

@@ -214,7 +214,7 @@ def test_folder_map_names_existing_folders() -> None:
 
 
 def test_versions_shown_for_brokers_are_in_the_catalogue() -> None:
-    from harness.db.versions import CATALOGUE
+    from harness.db.catalogue.versions import CATALOGUE
 
     text = README.read_text()
     shown = {

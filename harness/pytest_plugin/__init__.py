@@ -17,7 +17,7 @@ as the ``hwchaos_run_folder`` user property, so ``--junitxml`` carries it.
 Without any ``--hwchaos-*`` option nothing is collected: the plugin is registered through
 the ``pytest11`` entry point and so is loaded in every pytest session of the environment.
 
-Fixtures for application tests (see the README): ``hwchaos_cluster`` (a running cluster;
+Fixtures for application tests (see docs/ci.md): ``hwchaos_cluster`` (a running cluster;
 version and size from ``@pytest.mark.hwchaos(version=..., brokers=N)``, else the first
 ``--hwchaos-kafka`` version, else 3.3.1 with 3 brokers), ``hwchaos_nemesis`` (crash, power
 loss, pause, resume, clean stop, restart, partition where the backend can) and

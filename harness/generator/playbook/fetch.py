@@ -43,7 +43,7 @@ class FetchSteps(Settling):
             self._hold(name)
         return note
 
-    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see README
+    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see docs/harness.md
 
     def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
         if not self.version.epoch_on_disk:

@@ -91,8 +91,8 @@ def read_acked(path: Path) -> tuple[list[Acked], dict[str, Any]]:
     return out, settings
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos replay", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument(
         "logdir",
         help="one folder per broker, <broker>.server.log files, one pasted file of one or "
@@ -107,12 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kafka", help="version the logs were written by (default: from the logs)")
     p.add_argument("--acks", choices=["0", "1", "all"], help="producer acks (default: 1)")
     p.add_argument("--min-insync", type=int, help="min.insync.replicas (default: from logs)")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except ReplayError as exc:
         print(f"hwchaos replay: {exc}", file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos replay", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -22,11 +22,11 @@ import pytest
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import CATALOGUE, resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.replay.logdir import read_logdir
 from harness.replay.reconstruct import Acked, detect_version, explain
 from harness.replay.verdict import words
+from harness.trial import trial
 
 pytestmark = pytest.mark.broker
 
@@ -72,7 +72,7 @@ def runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         run_id = f"{name}__{version}__{time.strftime('%H%M%S')}"
         folder = out / run_id
         try:
-            play(scenario, resolve_version(version), "local", folder, run_id, lambda _m: None)
+            trial(scenario, resolve_version(version), "local", folder, run_id, lambda _m: None)
             folders[name] = folder
         except Exception as exc:  # the cluster itself failed (e.g. ZooKeeper under load)
             folders[name] = f"{type(exc).__name__}: {exc}".splitlines()[0]

@@ -93,9 +93,14 @@ def read_acked(path: Path) -> tuple[list[Acked], dict[str, Any]]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
-    p.add_argument("logdir", help="one folder per broker, or <broker>.server.log files")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partition", type=int, default=0)
+    p.add_argument(
+        "logdir",
+        help="one folder per broker, <broker>.server.log files, one pasted file of one or "
+        "several brokers' lines (compose/kubectl prefixes, JSON layouts, no timestamps: all "
+        "fine), or - for stdin",
+    )
+    p.add_argument("--topic", help="default: the one partition the lines are about")
+    p.add_argument("--partition", type=int, default=None)
     p.add_argument("--acked", help="producer's acknowledged records (JSON or 'record offset')")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", default="replay", help="folder for scenario, timeline, verdict")
@@ -126,6 +131,14 @@ def _run(args: argparse.Namespace) -> int:
     from reference_model.scenario import to_document
 
     logdir = Path(args.logdir)
+    if args.topic is None:
+        from harness.replay.logdir import guess_partition
+
+        args.topic, guessed, note = guess_partition(logdir, args.partition)
+        args.partition = guessed if args.partition is None else args.partition
+        print(f"hwchaos replay: {note}", file=sys.stderr)
+    if args.partition is None:
+        args.partition = 0
     brokers = read_logdir(logdir, args.topic, args.partition)
     acked = None
     settings: dict[str, Any] = {}

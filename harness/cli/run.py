@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     scenario = load_scenario(args.scenario).with_overrides(
         acks=args.acks, min_insync=args.min_insync, unclean=args.unclean, records=args.records
     )
+    print(f"settings: {scenario.settings_text()}; Kafka {version.name}", flush=True)
     if args.backend == "local":
         from harness.db.local import kill_leftovers
 

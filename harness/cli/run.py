@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.checker.verdicts import two_verdicts
 from harness.db import BrokerUnavailable
 from harness.db.versions import CATALOGUE, resolve_version
 from harness.generator.runner import play
@@ -67,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     except (BrokerUnavailable, ValueError) as exc:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
+    both = two_verdicts(info)
     if args.json:
         out = {
+            **both.to_json(),
             "verdict": info.verdict,
             "model_match": info.model_match,
             "replicas": _replicas(folder),
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
         print(f"run folder: {folder} (report.html)")
+        print(both.last_line())
     return 0 if info.model_match else 1
 
 

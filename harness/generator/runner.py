@@ -23,6 +23,7 @@ import yaml
 from harness.checker import results
 from harness.checker.diff import Verdict, check
 from harness.checker.report import write_report
+from harness.checker.verdicts import two_verdicts
 from harness.db import Cluster, ClusterError
 from harness.db.modes import SPARE_CONTROLLER
 from harness.db.versions import KafkaVersion, resolve_version
@@ -264,6 +265,7 @@ def play(
     results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
     verdict_doc = {
         **asdict(info),
+        **two_verdicts(info).to_json(),  # agreement and safety, kept apart
         "verdict_detail": asdict(verdict) if verdict else None,
         "run_folder": str(folder),
     }

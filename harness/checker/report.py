@@ -17,7 +17,7 @@ from typing import Any
 from harness.checker.diff import Verdict
 from harness.checker.results import RunInfo
 from harness.checker.verdicts import TwoVerdicts, two_verdicts
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.versions import KafkaVersion
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
 
@@ -287,7 +287,7 @@ def render_folder(folder: Path, path: Path | None = None) -> Path:
 
     import pyarrow.parquet as pq
 
-    from harness.db.versions import resolve_version
+    from harness.db.catalogue.versions import resolve_version
     from harness.generator.scenarios import load_scenario
     from reference_model.run import run_scenario
 

@@ -21,11 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from explorer.search import Bounds, counterexample_scenario, explore
 from harness.cli import protocol_type
 from harness.generator.scenarios import catalogue, load_scenario
-from reference_model.explorer import Bounds, counterexample_scenario, explore
-from reference_model.generations import generation
-from reference_model.profiles import LINES
+from reference_model.profiles import LINES, generation
 from reference_model.run import run_scenario
 from reference_model.scenario import Scenario, ScenarioError
 

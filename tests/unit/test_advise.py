@@ -14,9 +14,9 @@ import json
 
 import pytest
 
+from explorer.search import Bounds, counterexample_scenario, explore
 from harness.cli.advise import DEFAULT_RELEASE, advise, main, render
-from reference_model.explorer import Bounds, counterexample_scenario, explore
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.run import run_scenario
 
 RELEASES = ("0.10.2.1", "3.3.1", "4.0.0")

@@ -16,7 +16,7 @@ from harness.checker.report import write_report
 from harness.checker.results import RunInfo
 from harness.checker.verdicts import two_verdicts
 from harness.cli.matrix import main as matrix_main
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.playbook.fences import Observation
 from harness.generator.scenarios import load_scenario
 from reference_model.run import run_scenario

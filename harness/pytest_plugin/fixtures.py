@@ -63,7 +63,9 @@ class HwchaosCluster:
         ``acked``: record ids (str or bytes) or the delivered messages themselves
         (confluent-kafka ``Message``: its offset is checked too, as Kafka's promise is
         about the acknowledged offset). Waits (bounded) for a leader; a partition with none
-        counts every acknowledged record lost, since no consumer can read it.
+        counts every acknowledged record lost, since no consumer can read it. After a
+        leader change, ``wait_for_leader(topic, not_=old)`` first: until the controller has
+        elected, the old leader is still the one on record.
         """
         wanted = [_acked_entry(a) for a in acked]
         try:

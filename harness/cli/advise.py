@@ -177,6 +177,10 @@ def advise(
         "unclean": unclean,
         "release": release,
         "mode": generation(release).mode,
+        # Releases by number; an era alias (hw, kip320) is named by the releases it covers.
+        "kafka": release
+        if release[:1].isdigit()
+        else f"{generation(release).kafka_versions} (the '{release}' profile)",
     }
     notes = []
     search_acks = acks
@@ -254,7 +258,7 @@ def _sentence(s: dict[str, Any], found: list[dict[str, Any]], search: dict[str, 
     who = (
         f"acks={s['acks']} with min.insync.replicas={s['min_insync']}, replication factor "
         f"{s['rf']}, unclean election {'on' if s['unclean'] else 'off'}, on Kafka "
-        f"{s['release']}"
+        f"{s['kafka']}"
     )
     if found:
         first = found[0]
@@ -337,7 +341,7 @@ def render(out: dict[str, Any]) -> list[str]:
     lines += [f"note: {n}" for n in out["notes"]]
     s = out["settings"]
     if out["explorer"]:
-        lines.append(f"Shortest losing orderings on Kafka {s['release']} ({s['mode']}):")
+        lines.append(f"Shortest losing orderings on Kafka {s['kafka']} ({s['mode']}):")
     for i, f in enumerate(out["explorer"], start=1):
         lines.append(f"  {i}. {f['what']}: {' ; '.join(f['ordering'])}")
         for rec, at in sorted(f["lost_at"].items()):

@@ -116,6 +116,7 @@ def test_cli_defaults_and_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
         "unclean": False,
         "release": DEFAULT_RELEASE,
         "mode": "kraft",
+        "kafka": DEFAULT_RELEASE,
     }
     assert main(["--rf", "2", "--min-insync", "3"]) == 2
     assert capsys.readouterr().err.strip() == (
@@ -124,3 +125,8 @@ def test_cli_defaults_and_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--acks", "0", "--rf", "2", "--explore", "0", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert any("acks=0 acknowledges nothing" in n for n in out["notes"])
+
+
+def test_an_era_alias_is_answered_in_release_numbers() -> None:
+    out = advise("1", 1, 2, False, "hw", None)
+    assert "on Kafka 0.8 - 0.10.2 (the 'hw' profile)" in out["sentence"]

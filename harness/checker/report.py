@@ -39,6 +39,8 @@ td,th{border:1px solid #ccc;padding:2px 6px;font-size:.85em;text-align:left}
 .log th{background:#f4f4f4;white-space:nowrap}
 .muted{color:#777}
 .lost{color:#b00;font-weight:600}
+.steps td:nth-child(2){white-space:nowrap}
+.steps td:nth-child(3),.steps td:nth-child(4){min-width:14em}
 """
 
 # How the playbook makes each step kind happen when it leaves no ``realised:`` note
@@ -139,7 +141,7 @@ def write_report(
     )
     parts += _loss_causes(scenario, pj, info, both.safety_known)
     parts.append(
-        "<h2>Steps</h2><div class='scroll'><table><tr><th>#</th><th>step</th>"
+        "<h2>Steps</h2><div class='scroll'><table class='steps'><tr><th>#</th><th>step</th>"
         "<th>model note</th><th>on the brokers</th><th>leader/epoch</th>"
         "<th>observed LEO per replica</th><th>predicted LEO</th><th>s</th></tr>"
     )

@@ -400,14 +400,15 @@ def render(out: dict[str, Any]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos advise", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("--acks", choices=["0", "1", "all"], default="all")
     p.add_argument("--min-insync", type=int, help="default: 2 for acks=all (1 if rf is 1), else 1")
     p.add_argument("--rf", type=int, default=3, help="replication factor, 1..5")
     p.add_argument("--unclean", action="store_true", help="unclean.leader.election.enable=true")
     p.add_argument(
         "--kafka",
+        "--profile",
         "--protocol",
         dest="release",
         type=protocol_type,
@@ -428,7 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=["local", "docker"], default="local")
     p.add_argument("--runs", default="runs", help="parent folder of the confirm run")
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Answer for parsed arguments (``hwchaos advise`` or the ``hwchaos`` parser)."""
     isr = args.min_insync
     if isr is None:
         isr = min(2, args.rf) if args.acks == "all" else 1
@@ -470,6 +474,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"run folder: {confirmation.get('run_folder')}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos advise", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def _confirm_first(

@@ -167,6 +167,13 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
         yield Cell(s, target, s.acks, s.min_insync, s.unclean, s.rf, n)
 
 
+def _loses(folder: Path) -> bool:
+    import json
+
+    run_json = folder / "run.json"
+    return run_json.is_file() and two_verdicts(json.loads(run_json.read_text())).lost
+
+
 def final_table(root: Path, todo: list[Cell]) -> list[str]:
     """Per cell, both verdicts (agreement, safety), read back from each cell's run.json.
 
@@ -227,6 +234,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unclean", default="", help="e.g. false,true (default: scenario's own)")
     p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
     p.add_argument("--records", default="1", help="records per produce step")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 when any cell loses an acknowledged write or leaves replicas divergent "
+        "(by default the exit status says only whether every cell reached a verdict)",
+    )
     args = p.parse_args(argv)
     out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
@@ -266,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     table = final_table(root, todo)
     (out / "verdicts.txt").write_text("\n".join(table) + "\n")
     print("\n".join(table))
+    if args.fail_on_loss and any(_loses(root / c.cell_id) for c in todo):
+        return 1
     return 1 if failures else 0
 
 

@@ -145,3 +145,13 @@ def test_matrix_ends_with_both_verdicts_per_cell(
     assert "no loss" in rows[("kip101-scenario1", "model:kip320")]
     assert out[-1].startswith("4 cells: 1 lose data, 3 lose nothing")
     assert (tmp_path / "m" / "verdicts.txt").read_text().splitlines() == out
+
+
+def test_matrix_fail_on_loss_sets_the_exit_status(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    lossy = str(root / "scenarios/kip101-scenario1.yaml")
+    base = ["--model-only", "--scenarios", lossy, "--out"]
+    assert matrix_main([*base, str(tmp_path / "a"), "--protocols", "hw"]) == 0
+    assert matrix_main([*base, str(tmp_path / "b"), "--protocols", "hw", "--fail-on-loss"]) == 1
+    kept = ["--protocols", "kip320", "--fail-on-loss"]
+    assert matrix_main([*base, str(tmp_path / "c"), *kept]) == 0

@@ -22,6 +22,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", choices=["local", "docker"], default="local")
     p.add_argument("--out", default="runs", help="parent folder of run folders")
     p.add_argument("--json", action="store_true", help="print the verdict object")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 when the run loses an acknowledged write or leaves replicas divergent, "
+        "even as predicted (default: the exit status is the model agreement)",
+    )
     p.add_argument("--acks", choices=["0", "1", "all"])
     p.add_argument("--min-insync", type=int)
     p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None)
@@ -87,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
         print(f"run folder: {folder} (report.html)")
         print(both.last_line())
+    if args.fail_on_loss and both.lost:
+        return 1
     return 0 if info.model_match else 1
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.search import Bounds, counterexample_scenario, explore
-from harness.cli import protocol_type
+from harness.cli.types import profile_type as protocol_type
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.profiles import LINES, generation
 from reference_model.run import run_scenario

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from harness.checker import results
 from harness.checker.verdicts import two_verdicts
+from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.profiles import FORMS, GENERATIONS, generation
@@ -221,26 +222,30 @@ def final_table(root: Path, todo: list[Cell]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("--out", required=True, help="results folder (resumable)")
     p.add_argument("--model-only", action="store_true", help="reference model only")
-    p.add_argument("--protocols", default=",".join(GENERATIONS))
+    p.add_argument(
+        "--profiles",
+        "--protocols",
+        dest="protocols",
+        default=",".join(GENERATIONS),
+        help="model profiles (model-only runs)",
+    )
     p.add_argument("--versions", default="0.10.2.1,3.3.1", help="Kafka versions (broker runs)")
     p.add_argument("--backend", default="local", choices=["local", "docker"])
     p.add_argument("--scenarios", nargs="*", help="scenario files (default: the catalogue)")
-    p.add_argument("--acks", default="", help="e.g. 1,all (default: each scenario's own)")
-    p.add_argument("--min-insync", default="", help="e.g. 1,2 (default: each scenario's own)")
-    p.add_argument("--unclean", default="", help="e.g. false,true (default: scenario's own)")
-    p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
-    p.add_argument("--records", default="1", help="records per produce step")
+    add_overrides(p, lists=True)
     p.add_argument(
         "--fail-on-loss",
         action="store_true",
         help="exit 1 when any cell loses an acknowledged write or leaves replicas divergent "
         "(by default the exit status says only whether every cell reached a verdict)",
     )
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
         planned = list(cells(args))
@@ -270,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         if cell.model_only:
             write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
         else:
-            from harness.generator.runner import run_on_brokers
+            from harness.trial import run_on_brokers
 
             ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
             failures += 0 if ok else 1
@@ -282,6 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.fail_on_loss and any(_loses(root / c.cell_id) for c in todo):
         return 1
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -135,6 +135,7 @@ def write_report(
         )
     if verdict is not None and verdict.epoch_mismatches:
         parts.append(f"<h2>Leader epochs that differ</h2><p>{verdict.epoch_mismatches}</p>")
+    parts.append(_timings_section(info.extra.get("timings")))
     path.write_text("\n".join(parts))
 
 
@@ -143,3 +144,39 @@ def _realised(o: Any) -> str:
     if o is None:
         return ""
     return "; ".join(n.removeprefix("realised: ") for n in o.notes if n.startswith("realised: "))
+
+
+def _timings_section(timings: dict[str, Any] | None) -> str:
+    """"Where the time went": each phase's wall seconds, its fences' share and its slowest
+    fence, from ``run.json``'s ``extra.timings`` (empty for a run without timings)."""
+    if not timings or not timings.get("phases"):
+        return ""
+    rows = []
+    for p in timings["phases"]:
+        fences = p.get("fences", [])
+        slow = max(fences, key=lambda f: f["seconds"], default=None)
+        slowest = (
+            f"{html.escape(slow['what'])} ({slow['seconds']:.2f}s"
+            f"{'' if slow.get('ok', True) else ', not reached'})"
+            if slow
+            else ""
+        )
+        rows.append(
+            f"<tr><td>{html.escape(p['name'])}</td><td>{p['seconds']:.2f}</td>"
+            f"<td>{p.get('fence_seconds', 0.0):.2f}</td><td>{len(fences)}</td>"
+            f"<td>{slowest}</td></tr>"
+        )
+    cpu = timings.get("cpu_seconds", {})
+    cpu_line = (
+        f"<p class='muted'>CPU: harness {cpu.get('harness', '?')}s, "
+        f"brokers {cpu.get('jvms', '?')}s</p>"
+        if cpu
+        else ""
+    )
+    return (
+        "<h2>Where the time went</h2><table><tr><th>phase</th><th>s</th>"
+        "<th>in fences (s)</th><th>fences</th><th>slowest fence</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + cpu_line
+    )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness import timing
 from harness.db import CONTROLLER, BrokerSpec, Cluster, ClusterError, TopicSpec
 from harness.db.kafka_config import (
     broker_properties,
@@ -69,7 +70,8 @@ def await_state(
             return False
 
     try:
-        poll()
+        with timing.timed_fence(what):
+            poll()
     except ClusterError:
         raise
     except Exception:

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from harness import timing
 from harness.checker import results
 from harness.checker.diff import Verdict, check
 from harness.checker.report import write_report
@@ -112,6 +113,8 @@ def play(
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
+    cpu0 = timing.cpu_seconds()
+    timings = timing.Timings()
     want = needs(scenario, prediction)
     cluster = make_cluster(
         version,
@@ -125,12 +128,15 @@ def play(
     failover.prepare(cluster, prediction)  # a spare controller broker if a step needs one
     for line in configure(cluster, want):
         progress(f"network steps: {line}")
+    recording = timing.recording(timings)
+    recording.__enter__()  # until the cluster is stopped: the phases below add to ``timings``
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "
             f"({version.generation}), brokers {list(scenario.brokers)}"
         )
-        cluster.start()
+        with timing.phase("cluster_start"):
+            cluster.start()
         progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
         missing = network_unavailable(cluster, want)
         if missing is not None:
@@ -139,7 +145,8 @@ def play(
             raise BrokerUnavailable(missing)
         book = Playbook(cluster, scenario, version, prediction, progress=progress)
         try:
-            book.setup()
+            with timing.phase("setup"):
+                book.setup()
             for k, ev in enumerate(scenario.steps, start=1):
                 if stop_at is not None and k >= stop_at[0]:
                     # The model says this version makes step k impossible: it is not played
@@ -148,22 +155,28 @@ def play(
                     harness_note = _harness_note(book, k, ev, stop_at[1])
                     progress(f"step {k:>2}/{len(scenario.steps)} prevented: {stop_at[1]}")
                     break
-                observations.append(book.step(k, ev))
-            finish = book.finish()
+                with timing.phase(f"step {k}"):
+                    observations.append(book.step(k, ev))
+            with timing.phase("finish"):
+                finish = book.finish()
         except StepPrevented as exc:
             status, failure = "step_prevented", str(exc)
         except FenceTimeout as exc:
             status, failure = "fence_timeout", str(exc)
         finally:
-            logs = {n: book.log(n) for n in scenario.brokers}
-            epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
-            book.close()
+            with timing.phase("readback"):
+                logs = {n: book.log(n) for n in scenario.brokers}
+                epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
+                book.close()
     except ClusterError as exc:
         status, failure = "error", str(exc)
     finally:
-        cluster.close()
-        _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+        with timing.phase("cluster_stop"):
+            cluster.close()
+            _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+        recording.__exit__(None, None, None)
     elapsed = time.perf_counter() - t0
+    cpu1 = timing.cpu_seconds()
 
     columns = ["run_id", "source", "replica", "offset", "epoch", "record"]
     # every log can end empty (kip966-last-replica-standing without ELR): keep the columns
@@ -237,6 +250,15 @@ def play(
         prevented=_prevented_doc(scenario, stop_at, status == "prevented", harness_note),
         extra={
             "seconds": round(elapsed, 2),
+            # where the wall time went (harness.timing) and the CPU it cost: the harness's
+            # own and its reaped JVMs', to tell a slow broker from a loaded machine
+            "timings": {
+                **timings.to_json(),
+                "cpu_seconds": {
+                    "harness": round(cpu1[0] - cpu0[0], 2),
+                    "jvms": round(cpu1[1] - cpu0[1], 2),
+                },
+            },
             "failure": failure,
             "deliveries": deliveries,
             "final": {k: v for k, v in finish.items() if k != "deliveries"},
@@ -261,7 +283,7 @@ def play(
     # intermediate state, not something to diff against the prediction of the whole run.
     observed_rows = _observed_rows(run_id, logs) if verdict is not None else []
     replicas = prediction.replica_rows(run_id) + observed_rows
-    results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
+    results.write_run(folder, info, replicas, writes, _timed_steps(prediction, run_id, timings))
     verdict_doc = {
         **asdict(info),
         "verdict_detail": asdict(verdict) if verdict else None,
@@ -277,6 +299,19 @@ def play(
     if status != "ok" or not (workdir / "KEEP").exists():
         shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
     return info, prediction, verdict
+
+
+def _timed_steps(
+    prediction: RunResult, run_id: str, timings: timing.Timings
+) -> list[dict[str, Any]]:
+    """The model trace's rows, each with the wall seconds its step took on the brokers
+    (``seconds``; None for step 0 and for steps not played)."""
+    played = {p.name: p.seconds for p in timings.phases}
+    rows = prediction.step_rows(run_id)
+    for row in rows:
+        secs = played.get(f"step {row['step']}")
+        row["seconds"] = None if secs is None else round(secs, 3)
+    return rows
 
 
 def predicted_prevention(prediction: RunResult) -> tuple[int, str] | None:

@@ -31,6 +31,7 @@ from harness.db import (
     ClusterError,
     kafka_dists,
 )
+from harness.db.cds import TreeArchive
 from harness.db.kafka_config import render
 from harness.db.process import spawn
 from harness.db.versions import KafkaVersion
@@ -137,6 +138,10 @@ class LocalCluster(Cluster):
         self._closed = False
         self._want_network = network
         self.network: RunNetwork | None = None
+        # Class-data sharing for every JVM of this tree (harness.db.cds): mapped if built,
+        # else this cluster's JVMs list what they load and close() builds it.
+        self.cds = TreeArchive(classpath(self.tree), [*HEAP, *version.jvm_flags])
+        self._cds_mapped = self.cds.archive() is not None
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ processes
@@ -152,6 +157,7 @@ class LocalCluster(Cluster):
             "java",
             *HEAP,
             *self.version.jvm_flags,
+            *self.cds.java_options(self.workdir / name, main_class),
             "-Djava.awt.headless=true",
             "-Djava.net.preferIPv4Stack=true",
             f"-Dkafka.logs.dir={logs}",
@@ -238,6 +244,11 @@ class LocalCluster(Cluster):
         for f in self._logs.values():
             with contextlib.suppress(Exception):
                 f.close()
+        if not self._cds_mapped:
+            # the first cluster of this tree: its JVMs listed their classes; build the archive
+            # every later JVM maps (one short JVM, once per tree and JDK)
+            with contextlib.suppress(Exception):
+                self.cds.build([self.workdir / n for n in self.nodes])
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "pids.json").unlink()
         if self.network is not None:

@@ -274,6 +274,65 @@ class ZooKeeperMode(Mode):
 # ---------------------------------------------------------------------------- KRaft
 
 
+FORMAT_FILES = ("meta.properties", "bootstrap.checkpoint")
+
+
+def format_template(version: KafkaVersion, role: str, features: dict[str, int]) -> Path | None:
+    """Where the storage tool's output for (tree, role, features) is kept; None: not kept
+    (``HWCHAOS_KRAFT_FORMAT_CACHE=0``, or no usable cache folder)."""
+    import hashlib
+    import os
+
+    if os.environ.get("HWCHAOS_KRAFT_FORMAT_CACHE", "1").strip().lower() in ("0", "false", "no"):
+        return None
+    from harness.db.local import find_tree
+
+    try:
+        tree = find_tree(version)
+        stamp = (tree / "libs" / f"{version.dist_name}.jar").stat().st_mtime_ns
+    except Exception:  # no tree on this machine (docker backend from its image): no template
+        return None
+    text = "\n".join([str(tree), str(stamp), version.name, role, repr(sorted(features.items()))])
+    base = os.environ.get("HWCHAOS_CACHE") or str(Path.home() / ".cache" / "hwchaos")
+    return Path(base).expanduser() / "kraft-format" / hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def keep_format(data: Path, template: Path) -> None:
+    """Keep what the storage tool wrote in ``data`` as ``template`` (atomic; best effort)."""
+    import os
+    import shutil
+
+    if template.is_dir() or not all((data / f).is_file() for f in FORMAT_FILES):
+        return
+    tmp = template.with_name(f"{template.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        for f in FORMAT_FILES:
+            shutil.copy2(data / f, tmp / f)
+        os.rename(tmp, template)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def copy_format(template: Path, data: Path, node_id: int, cluster_id: str) -> bool:
+    """Format ``data`` from ``template``: its bootstrap.checkpoint, and its meta.properties
+    with this node's id, this run's cluster id and a new directory id. False: no template."""
+    import shutil
+
+    try:
+        lines = (template / "meta.properties").read_text().splitlines()
+        shutil.copy2(template / "bootstrap.checkpoint", data / "bootstrap.checkpoint")
+    except OSError:
+        return False
+    own = {"node.id": str(node_id), "cluster.id": cluster_id, "directory.id": random_cluster_id()}
+    out = []
+    for line in lines:
+        key = line.split("=", 1)[0]
+        out.append(f"{key}={own[key]}" if key in own and "=" in line else line)
+    (data / "meta.properties").write_text("\n".join(out) + "\n")
+    return True
+
+
 def random_cluster_id() -> str:
     """What ``kafka-storage random-uuid`` prints: a base64url UUID without padding.
 
@@ -349,14 +408,30 @@ class KRaftMode(Mode):
         )
 
     def _format(self, cluster: Cluster, name: str, props: dict[str, str]) -> None:
-        """``kafka-storage format``: once per node per run, before its first start."""
-        if (cluster.nodes[name].data_dir / "meta.properties").exists():
+        """``kafka-storage format``: once per node per run, before its first start.
+
+        The tool is a JVM per node (seconds of CPU each, three per run); what it writes is
+        the same for every node but for the ids in ``meta.properties``. So the tool really
+        runs once per tree, role and features, its output is kept as a template (cache,
+        :func:`format_template`), and every later node gets the template's
+        ``bootstrap.checkpoint`` and a ``meta.properties`` with its own node id, this run's
+        cluster id and (where the tool writes one) a fresh directory id.
+        """
+        data = cluster.nodes[name].data_dir
+        if (data / "meta.properties").exists():
             return
-        cluster.nodes[name].data_dir.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
+        role = cluster.nodes[name].role
+        template = format_template(self.version, role, self.features)
+        if template is not None and copy_format(template, data, cluster.nodes[name].broker_id,
+                                                self.cluster_id):  # fmt: skip
+            return
         args = ["format", "-t", self.cluster_id, "-c", "@CONFIG@", "--ignore-formatted"]
         for feature, level in sorted(self.features.items()):
             args += ["--feature", f"{feature}={level}"]
         cluster.run_tool("kafka.tools.StorageTool", args, name, props)
+        if template is not None:
+            keep_format(data, template)
 
     def _controller_props(self, cluster: Cluster, c: str) -> dict[str, str]:
         return kraft_controller_properties(
@@ -377,11 +452,15 @@ class KRaftMode(Mode):
         # Formatting is a JVM per node: run them side by side, once per run.
         configs = {c: self._controller_props(cluster, c) for c in self.controllers}
         configs.update({b: self.broker_config(cluster, b)[1] for b in cluster.brokers})
-        with ThreadPoolExecutor(max_workers=len(configs)) as pool:
+        with timing.timed_fence("kafka-storage format"), ThreadPoolExecutor(len(configs)) as pool:
             for f in [pool.submit(self._format, cluster, n, p) for n, p in configs.items()]:
                 f.result()
+        # Controllers and brokers start side by side: a broker retries its registration
+        # until the quorum has a leader, so the JVM start-ups overlap instead of adding up.
         for c in self.controllers:
             cluster.launch(c, "kafka.Kafka", configs[c])
+        for name in cluster.brokers:
+            cluster.start_broker(name)
         self._tree = find_tree(self.version)
         view = self.view(cluster)
         await_state(
@@ -391,8 +470,6 @@ class KRaftMode(Mode):
             None,
             self.startup_timeout,
         )
-        for name in cluster.brokers:
-            cluster.start_broker(name)
         ids = tuple(sorted(b.broker_id for b in cluster.brokers.values()))
         await_state(
             cluster,

@@ -27,7 +27,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.db.modes import Mode
@@ -203,6 +203,15 @@ class Cluster(ABC):
     def metadata(self) -> MetadataView:
         """A view of the controller's decisions; the caller closes it."""
         return self.mode.view(self)
+
+    def metadata_schemas(self) -> dict[int, Any]:
+        """The KRaft metadata-record schemas of this cluster's Kafka (by api key), read
+        from the ``kafka-metadata`` jar of the release tree the nodes run; a runtime whose
+        nodes run from elsewhere (an image) reads them from there."""
+        from harness.db.local import find_tree
+        from harness.readback.metadata_records import schemas_for_tree
+
+        return schemas_for_tree(find_tree(self.version))
 
     def declare_dead(self, name: str) -> bool:
         """Make the controller act on dead broker ``name`` now (what its session expiry does)."""

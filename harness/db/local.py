@@ -23,7 +23,7 @@ import signal
 import socket
 import subprocess
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from harness.db import (
     BrokerUnavailable,
@@ -255,6 +255,12 @@ class LocalCluster(Cluster):
             self.network.close()
 
     # ------------------------------------------------------------------ interface
+
+    def metadata_schemas(self) -> dict[int, Any]:
+        """From the tree these JVMs run (which may be another than the default search's)."""
+        from harness.readback.metadata_records import schemas_for_tree
+
+        return schemas_for_tree(self.tree)
 
     def peer_host(self, name: str) -> str:
         """The node's own address in its namespace, or 127.0.0.1 without a run network."""

@@ -16,7 +16,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
@@ -384,9 +384,8 @@ class KRaftMode(Mode):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
-        self._schemas: dict[int, object] | None = None
         self._active = CONTROLLER  # the controller that last accepted a heartbeat
-        self._tree: Path | None = None
+        self._schemas_of: dict[int, Any] | None = None
 
     def make_nodes(
         self, broker_names: list[str], workdir: Path, free_port: Callable[[], int]
@@ -447,8 +446,6 @@ class KRaftMode(Mode):
     def start(self, cluster: Cluster) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        from harness.db.local import find_tree
-
         # Formatting is a JVM per node: run them side by side, once per run.
         configs = {c: self._controller_props(cluster, c) for c in self.controllers}
         configs.update({b: self.broker_config(cluster, b)[1] for b in cluster.brokers})
@@ -461,7 +458,6 @@ class KRaftMode(Mode):
             cluster.launch(c, "kafka.Kafka", configs[c])
         for name in cluster.brokers:
             cluster.start_broker(name)
-        self._tree = find_tree(self.version)
         view = self.view(cluster)
         await_state(
             cluster,
@@ -517,14 +513,11 @@ class KRaftMode(Mode):
 
     def view(self, cluster: Cluster) -> MetadataView:
         from harness.metadata.kraft import KRaftView
-        from harness.readback.metadata_records import schemas_for_tree
-
-        if self._tree is None:
-            from harness.db.local import find_tree
-
-            self._tree = find_tree(self.version)
+        if self._schemas_of is None:
+            # from where the nodes run: the release tree, or the docker backend's image
+            self._schemas_of = cluster.metadata_schemas()
         leader = cluster.nodes[CONTROLLER]
-        return KRaftView(leader.data_dir, schemas_for_tree(self._tree), leader.broker_id)
+        return KRaftView(leader.data_dir, self._schemas_of, leader.broker_id)
 
     def _heartbeat(
         self, cluster: Cluster, broker_id: int, epoch: int, offset: int, want_fence: bool

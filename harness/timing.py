@@ -1,7 +1,7 @@
 """Where a run's wall time goes: cluster start, every step, every fence, the read-back.
 
 Why a module of its own: the time is spent in places that do not know about each other (a
-mode's start-up waits in ``harness.db.modes``, a step's fences in the playbook, the read-back
+mode's start-up waits in ``harness.db.mode``, a step's fences in the playbook, the read-back
 in the runner), and the run folder must say which of them was slow without threading a
 recorder through every call. A :class:`Timings` is made current for the run with
 :func:`recording`; :func:`fence` (called by every bounded wait) and :func:`phase` add to

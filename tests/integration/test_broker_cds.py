@@ -1,4 +1,4 @@
-"""The class-data archive of a release tree (harness.db.cds): built from the class list a
+"""The class-data archive of a release tree (harness.db.runtime.cds): built from the class list a
 SIGKILLed JVM left, then really mapped by the next JVM; a torn one is never passed."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from harness.db import BrokerUnavailable
-from harness.db.cds import TreeArchive
-from harness.db.local import HEAP, classpath, find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.cds import TreeArchive
+from harness.db.runtime.local import HEAP, classpath
 
 VERSION = "3.3.1"
 

@@ -1,11 +1,11 @@
-"""The storage tool's output kept as a template (harness.db.modes): a node formatted from it
-gets the template's bootstrap.checkpoint byte for byte and its own ids in meta.properties."""
+"""The storage tool's output kept as a template (harness.db.mode.kraft_format): a node
+formatted from it gets the template's bootstrap.checkpoint and its own ids in meta.properties."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.db.modes import copy_format, keep_format
+from harness.db.mode.kraft_format import copy_format, keep_format
 
 META = "#\n#Fri Nov 27 18:07:40 UTC 2026\nnode.id=0\ndirectory.id=xtFjV0PP5Dm4si7vvnaddw\nversion=1\ncluster.id=eJbCcrzoQPuxPHqI7S0G9A\n"  # noqa: E501
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.checker import results
+from harness.cli.matrix_jobs import default_jobs, run_parallel
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.generations import GENERATIONS, generation
@@ -180,7 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unclean", default="", help="e.g. false,true (default: scenario's own)")
     p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
     p.add_argument("--records", default="1", help="records per produce step")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="broker cells played side by side, each its own process, ports and networks "
+        f"(default: what the cores allow, here {default_jobs()})",
+    )
     args = p.parse_args(argv)
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        print(f"hwchaos matrix: --jobs {jobs}: needs at least 1", file=sys.stderr)
+        return 2
     out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
         planned = list(cells(args))
@@ -205,6 +217,18 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     failures = 0
+    broker_cells = [c for c in pending if not c.model_only]
+    if jobs > 1 and len(broker_cells) > 1:
+        bar = tqdm(total=len(broker_cells), desc=f"cells ({jobs} jobs)", unit="cell",
+                   file=sys.stderr)  # fmt: skip
+        failures += run_parallel(
+            [(c.scenario, c.target, root / c.cell_id, c.cell_id) for c in broker_cells],
+            jobs,
+            args.backend,
+            lambda _cell, _ok: bar.update(1),
+        )
+        bar.close()
+        pending = [c for c in pending if c.model_only]
     for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
         folder = root / cell.cell_id
         if cell.model_only:

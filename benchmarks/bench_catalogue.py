@@ -7,10 +7,10 @@ reports the median and the max run time (``run.json``'s ``extra.seconds``: clust
 steps, read-back, stop), the CPU the run cost (harness and brokers) and where the median
 run's time went (``extra.timings``: cluster start against steps).
 
-*Cold* and *warm*: the first run of a version starts with an empty cache (``HWCHAOS_CACHE``
-in a temp dir: no class-data archive, no KRaft format template), as on a fresh machine; the
-others find them, as every later run does. The cold run is reported apart and left out of
-the median.
+*Cold* and *warm*: each version's runs use a cache of their own (``HWCHAOS_CACHE`` in a
+temp dir), empty at the first run (no class-data archive, no KRaft format template), as on
+a fresh machine; the later runs find what the first one left, as every later run does. The
+cold run is reported apart and left out of the median. ``--no-cold`` keeps the user's cache.
 
 Run: .venv/bin/python benchmarks/bench_catalogue.py [--versions 0.10.2.1,4.0.0]
 [--scenarios kip101-scenario1,...] [--no-cold]
@@ -78,13 +78,13 @@ def one(scenario: str, version: str, root: Path) -> Run:
 
 
 @contextlib.contextmanager
-def empty_cache(on: bool) -> Iterator[None]:
-    """With ``on``: an empty ``HWCHAOS_CACHE`` for the block (a fresh machine's first run)."""
+def own_cache(on: bool) -> Iterator[None]:
+    """With ``on``: a new, empty ``HWCHAOS_CACHE`` for the block (a fresh machine's cache)."""
     if not on:
         yield
         return
     saved = os.environ.get("HWCHAOS_CACHE")
-    os.environ["HWCHAOS_CACHE"] = tempfile.mkdtemp(prefix="hwchaos-cold-cache-")
+    os.environ["HWCHAOS_CACHE"] = tempfile.mkdtemp(prefix="hwchaos-bench-cache-")
     try:
         yield
     finally:
@@ -138,20 +138,19 @@ def main() -> None:
             continue
         runs: list[Run] = []
         cold: Run | None = None
-        for k, scenario in enumerate(scenarios):
-            first_cold = k == 0 and not args.no_cold
-            with empty_cache(first_cold):
+        with own_cache(not args.no_cold):
+            for k, scenario in enumerate(scenarios):
                 r = one(scenario, version, root)
-            print(
-                f"{version:<12} {scenario:<34} {r.seconds:6.1f}s start {r.start:5.1f}s "
-                f"steps {r.steps:5.1f}s cpu {r.cpu:5.1f}s {r.verdict}",
-                file=sys.stderr,
-            )
-            total += r.seconds
-            if first_cold:
-                cold = r
-            else:
-                runs.append(r)
+                print(
+                    f"{version:<12} {scenario:<34} {r.seconds:6.1f}s start {r.start:5.1f}s "
+                    f"steps {r.steps:5.1f}s cpu {r.cpu:5.1f}s {r.verdict}",
+                    file=sys.stderr,
+                )
+                total += r.seconds
+                if k == 0 and not args.no_cold:
+                    cold = r
+                else:
+                    runs.append(r)
         if runs:
             report(version, target, runs, cold)
     met = (total <= TARGET_ALL) if complete else None

@@ -143,7 +143,8 @@ def play(
                     # The model says this version makes step k impossible: it is not played
                     # (even where the harness could force it), the run ends before it.
                     status = "prevented"
-                    harness_note = _harness_note(book, k, ev, stop_at[1])
+                    with timing.phase(f"prevention check {k}"):
+                        harness_note = _harness_note(book, k, ev, stop_at[1])
                     progress(f"step {k:>2}/{len(scenario.steps)} prevented: {stop_at[1]}")
                     break
                 with timing.phase(f"step {k}"):

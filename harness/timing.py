@@ -123,6 +123,27 @@ def timed_fence(what: str) -> Iterator[None]:
         fence(what, time.perf_counter() - t0, ok)
 
 
+def summary(doc: dict[str, Any], total: float) -> str:
+    """One line for a run's output: cluster start, steps, stop, and the slowest fence."""
+    phases = doc.get("phases", [])
+
+    def total_of(prefix: str) -> float:
+        return sum(float(p["seconds"]) for p in phases if str(p["name"]).startswith(prefix))
+
+    slow = max(
+        ((p["name"], f) for p in phases for f in p.get("fences", [])),
+        key=lambda pf: float(pf[1]["seconds"]),
+        default=None,
+    )
+    line = (
+        f"took {total:.1f}s: cluster start {total_of('cluster_start'):.1f}s, "
+        f"steps {total_of('step '):.1f}s, stop {total_of('cluster_stop'):.1f}s"
+    )
+    if slow is not None:
+        line += f"; slowest fence: {slow[0]}: {slow[1]['what']} ({float(slow[1]['seconds']):.1f}s)"
+    return line
+
+
 def cpu_seconds() -> tuple[float, float]:
     """(this process's CPU seconds, its reaped children's CPU seconds) so far.
 

@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
         print(f"run folder: {folder} (report.html)")
+        from harness.timing import summary
+
+        timings = info.extra.get("timings")
+        if timings:
+            print(summary(timings, float(info.extra.get("seconds", 0.0))), file=sys.stderr)
     return 0 if info.model_match else 1
 
 

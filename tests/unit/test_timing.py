@@ -58,3 +58,6 @@ def test_to_json_and_the_report_section_name_the_slowest_fence() -> None:
     assert "A to register (4.15s)" in html
     assert "brokers 8.0s" in html
     assert _timings_section(None) == ""
+    line = timing.summary(doc, 12.34)
+    assert line.startswith("took 12.3s: cluster start 0.0s, steps 0.0s, stop 0.0s")
+    assert line.endswith("slowest fence: step 10: A to register (4.2s)")

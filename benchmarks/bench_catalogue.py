@@ -38,8 +38,8 @@ from table import bench_line
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 
 PROFILES = ["0.10.2.1", "2.1.1", "3.3.1", "3.3.1-kraft", "4.0.0", "4.0.0-elr"]
 TARGET_ZK, TARGET_KRAFT, TARGET_ALL = 4.0, 6.0, 480.0
@@ -61,7 +61,7 @@ class Run:
 def one(scenario: str, version: str, root: Path) -> Run:
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
     folder = root / f"{scenario}__{version}"
-    info, _prediction, _verdict = play(
+    info, _prediction, _verdict, _record = trial(
         sc, resolve_version(version), "local", folder, folder.name, progress=lambda _m: None
     )
     timings = info.extra.get("timings", {})

@@ -91,8 +91,8 @@ def run_parallel(
 
 def main(argv: list[str] | None = None) -> int:
     """One cell in a child process: exit 0 when the run reached a verdict, 1 otherwise."""
-    from harness.generator.runner import run_on_brokers
     from harness.generator.scenarios import load_scenario
+    from harness.trial import run_on_brokers
 
     folder, target, backend, cell_id = (argv if argv is not None else sys.argv[1:])[:4]
     scenario = load_scenario(Path(folder) / "scenario.yaml")

@@ -10,8 +10,8 @@ import pytest
 
 from harness.db.catalogue.versions import resolve_version
 from harness.db.runtime.docker import docker_available
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 
 pytestmark = [pytest.mark.broker, pytest.mark.docker]
 
@@ -40,7 +40,7 @@ def test_kraft_in_docker_with_no_tree_on_the_host(
         (tmp_path / sub).mkdir()
         monkeypatch.setenv(var, str(tmp_path / sub))
     scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
-    info, _prediction, verdict = play(
+    info, _prediction, verdict, _record = trial(
         scenario, version, "docker", tmp_path / "run", "no-trees", progress=lambda m: None
     )
     assert info.verdict == "match", info.extra.get("failure")

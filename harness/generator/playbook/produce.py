@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from harness.client.producer import Delivery, Producer
-from harness.db.runtime.netns import CLIENT
+from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
@@ -114,11 +114,11 @@ class ProduceSteps(Settling):
         the current leader" fence, measured in run.json's timings). A fresh one never
         completes its handshake with a paused broker, so it never uses one. The old one
         stays open for its reports. ZooKeeper runs bootstrap from the controller brokers,
-        which are never paused.
+        which are never paused (:meth:`_bootstrap_pausable`).
         """
         lead = self.leader()
         short_lag = needs(self.scenario).short_lag
-        if not (short_lag or self.kraft) or lead is None or lead in self.down:
+        if not (short_lag or self._bootstrap_pausable()) or lead is None or lead in self.down:
             return
         host, port = self.cluster.broker_address(lead)
         timeout = {"timeout_ms": PRODUCE_TIMEOUT_MS} if short_lag else {}
@@ -126,6 +126,12 @@ class ProduceSteps(Settling):
         fresh.deliveries = self.producer.deliveries  # one record of every write
         self.retired.append(self.producer)
         self.producer = fresh
+
+    def _bootstrap_pausable(self) -> bool:
+        """Whether the cluster's client bootstrap lists scenario brokers, which steps pause
+        (KRaft: every broker), rather than brokers no fault touches (ZooKeeper mode)."""
+        listed = set(self.cluster.bootstrap().split(","))
+        return any("{}:{}".format(*self.cluster.broker_address(n)) in listed for n in self.names)
 
     def produce_to(self, k: int, ev: Event, name: str) -> str:
         """``produce: {to: X}``: a client that can reach X alone; its answer is the outcome."""
@@ -181,7 +187,6 @@ class ProduceSteps(Settling):
         )
 
     def _failed(self, record: str, why: str) -> None:
-
         d = Delivery(record)
         d.status, d.error = "failed", why
         self.producer.deliveries[record] = d

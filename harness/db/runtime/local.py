@@ -93,6 +93,7 @@ class LocalCluster(Cluster):
         # else this cluster's JVMs list what they load and close() builds it.
         self.cds = TreeArchive(classpath(self.tree), [*HEAP, *version.jvm_flags])
         self._cds_mapped = self.cds.archive() is not None
+        self._started = False  # the archive is built only from a cluster that came up
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ processes
@@ -174,6 +175,7 @@ class LocalCluster(Cluster):
             if self._want_network and self.network is None:
                 self.network = RunNetwork(self.nodes, run_dir=self.workdir)
             super().start()
+            self._started = True
         except BaseException:
             self.close()
             raise
@@ -195,15 +197,16 @@ class LocalCluster(Cluster):
         for f in self._logs.values():
             with contextlib.suppress(Exception):
                 f.close()
-        if not self._cds_mapped:
-            # the first cluster of this tree: its JVMs listed their classes; build the archive
-            # every later JVM maps (one short JVM, once per tree and JDK)
-            with contextlib.suppress(Exception):
-                self.cds.build([self.workdir / n for n in self.nodes])
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "pids.json").unlink()
         if self.network is not None:
             self.network.close()
+        if self._started and not self._cds_mapped:
+            # the first cluster of this tree: its JVMs listed their classes; build the archive
+            # every later JVM maps (one short JVM, once per tree and JDK). Last, so a Ctrl-C
+            # that cuts the build short leaves nothing else undone.
+            with contextlib.suppress(Exception):
+                self.cds.build([self.workdir / n for n in self.nodes])
 
     # ------------------------------------------------------------------ interface
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from harness import timing
 from harness.db import BrokerUnavailable, Cluster, ClusterError
 from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode import check_controllers
 from harness.db.mode.base import SPARE_CONTROLLER
 from harness.db.runtime.docker import DockerCluster, docker_available
 from harness.db.runtime.linkcuts import network_available
@@ -46,8 +47,7 @@ def make_cluster(
     backend runs every node in its own network namespace, which needs root; without it
     this raises BrokerUnavailable with the reason, before anything starts.
     """
-    if controllers != 1 and version.mode != "kraft":
-        raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
+    check_controllers(version, controllers)
     if backend == "local":
         if network:
             reason = network_available()

@@ -110,6 +110,9 @@ class Replay:
         self.lagging: set[str] = set()
         self.copy_cap: dict[str, int] = {}  # follower -> LEO a shrink line states for it
         self.split_done: list[bool] = []
+        # Unacknowledged records an ISR-shrink line places (record -> the producer's status):
+        # played like acknowledged ones at the offset the line implies.
+        self.unacked_at: dict[str, str] = {}
         self.registering: set[str] = set()  # started again, not yet registered with the controller
         # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
         self.hw_truncation = (
@@ -266,8 +269,8 @@ class Replay:
                     self.names.get(int(i), ""): int(o)
                     for i, o in re.findall(r"brokerId: (\d+), endOffset: (\d+)", f.line)
                 }
-                before = [a for a in self.pending if 0 <= a.offset < f.offset]
-                rest = [a for a in self.pending if a not in before]
+                before = self._before_shrink(f)
+                rest = [a for a in self.pending if a.record not in {b.record for b in before}]
                 if before and not self.synth:
                     self.pending[:] = before
                     self.copy_cap.update(caps)
@@ -353,6 +356,36 @@ class Replay:
                     f"{f.ts:%H:%M:%S} {f.broker} logged leadership (epoch {f.epoch}) while the "
                     f"model has {self.replicas[lead] if lead != NO_LEADER else 'no leader'}"
                 )
+
+    def _before_shrink(self, f: Fact) -> list[Acked]:
+        """The records written before the ISR-shrink line ``f``, which states the leader's LEO:
+        those acknowledged below it and, when the leader is the model's and its LEO falls
+        short of the line's, the records the producer saw fail, in the producer's order, at
+        the offsets left over (the leader appended them before the producer gave up: found
+        by kip320-zombie-follower on 3.3.1, where m3 timed out but B's shrink line says LEO 2
+        and A later leads from offset 2)."""
+        before = [a for a in self.pending if 0 <= a.offset < f.offset]
+        st = self.b.state()
+        lead = st.controller.leader
+        if lead != self.b.idx[f.broker]:
+            return before
+        nxt = len(st.replicas[lead].log)
+        gap = f.offset - nxt - len(before)
+        if gap <= 0:
+            return before
+        out: list[Acked] = []
+        for a in self.pending:
+            if 0 <= a.offset < f.offset:
+                out.append(a)
+                nxt = a.offset + 1
+            elif a.status != "acked" and a.offset < 0 and gap > 0 and nxt < f.offset:
+                self.unacked_at[a.record] = a.status
+                out.append(Acked(a.record, nxt, "acked"))
+                nxt += 1
+                gap -= 1
+            else:
+                break
+        return out
 
     def subject(self, f: Fact) -> str | None:
         if f.kind in ("broker_failure", "broker_added"):
@@ -515,7 +548,10 @@ class Replay:
             self.pending.pop(0)
             self.b.emit(
                 Event("produce", record=a.record),
-                f"producer: {a.record} acknowledged at offset {a.offset} by {lname}",
+                f"producer: {a.record} {self.unacked_at[a.record]}, but appended by {lname} at "
+                f"offset {a.offset}: its ISR-shrink line states that many records"
+                if a.record in self.unacked_at
+                else f"producer: {a.record} acknowledged at offset {a.offset} by {lname}",
             )
             for fname in self.replicas:
                 i = self.b.idx[fname]

@@ -25,6 +25,7 @@ from harness.replay.steps import (
     Acked,
     Reconstruction,
     StepBuilder,
+    before_shrink,
     place_flush,
     uncopy,
 )
@@ -358,33 +359,13 @@ class Replay:
                 )
 
     def _before_shrink(self, f: Fact) -> list[Acked]:
-        """The records written before the ISR-shrink line ``f``, which states the leader's LEO:
-        those acknowledged below it and, when the leader is the model's and its LEO falls
-        short of the line's, the records the producer saw fail, in the producer's order, at
-        the offsets left over (the leader appended them before the producer gave up: found
-        by kip320-zombie-follower on 3.3.1, where m3 timed out but B's shrink line says LEO 2
-        and A later leads from offset 2)."""
-        before = [a for a in self.pending if 0 <= a.offset < f.offset]
+        """The records written before the ISR-shrink line ``f`` (see :func:`before_shrink`)."""
         st = self.b.state()
         lead = st.controller.leader
         if lead != self.b.idx[f.broker]:
-            return before
-        nxt = len(st.replicas[lead].log)
-        gap = f.offset - nxt - len(before)
-        if gap <= 0:
-            return before
-        out: list[Acked] = []
-        for a in self.pending:
-            if 0 <= a.offset < f.offset:
-                out.append(a)
-                nxt = a.offset + 1
-            elif a.status != "acked" and a.offset < 0 and gap > 0 and nxt < f.offset:
-                self.unacked_at[a.record] = a.status
-                out.append(Acked(a.record, nxt, "acked"))
-                nxt += 1
-                gap -= 1
-            else:
-                break
+            return [a for a in self.pending if 0 <= a.offset < f.offset]
+        out, placed = before_shrink(self.pending, len(st.replicas[lead].log), f.offset)
+        self.unacked_at.update(placed)
         return out
 
     def subject(self, f: Fact) -> str | None:

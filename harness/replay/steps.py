@@ -143,3 +143,34 @@ def place_flush(b: StepBuilder, x: str, leo: int, amb: list[str]) -> None:
         amb.append(f"{x} recovered to LEO {leo}, a length its log never had in the reconstruction")
         return
     b.insert(at, b.ev("flush", x), f"{x}'s log was durable up to offset {leo}")
+
+
+def before_shrink(
+    pending: list[Acked], leader_leo: int, shrink_leo: int
+) -> tuple[list[Acked], dict[str, str]]:
+    """The records a leader wrote before its ISR-shrink line, which states its LEO
+    ``shrink_leo`` (the model's leader holds ``leader_leo``): those acknowledged below it and,
+    when the model's leader falls short, the records the producer saw fail, in the producer's
+    order, at the offsets left over (appended before the producer gave up: found by
+    kip320-zombie-follower on 3.3.1, where m3 timed out but B's shrink line says LEO 2 and A
+    later leads from offset 2). Returns them (placed ones with their offset) and the placed
+    records' producer status."""
+    before = [a for a in pending if 0 <= a.offset < shrink_leo]
+    gap = shrink_leo - leader_leo - len(before)
+    if gap <= 0:
+        return before, {}
+    out: list[Acked] = []
+    placed: dict[str, str] = {}
+    nxt = leader_leo
+    for a in pending:
+        if 0 <= a.offset < shrink_leo:
+            out.append(a)
+            nxt = a.offset + 1
+        elif a.status != "acked" and a.offset < 0 and gap > 0 and nxt < shrink_leo:
+            placed[a.record] = a.status
+            out.append(Acked(a.record, nxt, "acked"))
+            nxt += 1
+            gap -= 1
+        else:
+            break
+    return out, placed

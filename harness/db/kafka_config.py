@@ -2,9 +2,11 @@
 
 Why each setting: the harness, not Kafka's timers, decides when things happen.
 
-- ``replica.high.watermark.checkpoint.interval.ms`` is an hour: the scenario's ``checkpoint``
-  steps decide what ``replication-offset-checkpoint`` says at a crash (the nemesis writes it),
-  so a background checkpoint never races a step.
+- ``replica.high.watermark.checkpoint.interval.ms`` is short (100 ms): every broker writes its
+  own in-memory HW to ``replication-offset-checkpoint`` continuously, which is how the harness
+  observes each replica's HW after every step and what a crashed broker restarts with
+  (harness.readback.hw). The harness never writes a model-predicted HW into it; only the
+  explicit ``stale_checkpoint`` fault rewrites it.
 - ``replica.lag.time.max.ms`` is long: followers are paused between their fetch steps and
   must not drop out of the ISR on their own; ``isr_shrink`` is a scripted step.
 - ``zookeeper.session.timeout.ms`` (60 s) bounds how long a follower may stay paused in
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from harness.db import TopicSpec
 from harness.db.versions import KafkaVersion
+from harness.readback.hw import HW_CHECKPOINT_INTERVAL_MS
 
 SESSION_TIMEOUT_MS = 60_000
 LAG_TIME_MAX_MS = 600_000
@@ -47,7 +50,7 @@ def broker_properties(
         "auto.leader.rebalance.enable": "false",
         "delete.topic.enable": "true",
         "controlled.shutdown.enable": "true",
-        "replica.high.watermark.checkpoint.interval.ms": "3600000",
+        "replica.high.watermark.checkpoint.interval.ms": str(HW_CHECKPOINT_INTERVAL_MS),
         "replica.lag.time.max.ms": str(LAG_TIME_MAX_MS),
         "replica.fetch.wait.max.ms": "100",
         "replica.fetch.backoff.ms": "100",

@@ -22,6 +22,7 @@ import yaml
 
 from harness.checker import results
 from harness.checker.diff import Verdict, check
+from harness.checker.hw import judge_hw, predicted_hws
 from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
 from harness.db.modes import SPARE_CONTROLLER
@@ -109,6 +110,7 @@ def play(
     epoch_files: dict[str, list[tuple[int, int]]] = {}
     logs: dict[str, list[tuple[int, int, str]]] = {}
     finish: dict[str, Any] = {}
+    file_writes: list[dict[str, Any]] = []
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
@@ -155,6 +157,7 @@ def play(
         except FenceTimeout as exc:
             status, failure = "fence_timeout", str(exc)
         finally:
+            file_writes = list(book.file_writes)
             logs = {n: book.log(n) for n in scenario.brokers}
             epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
             book.close()
@@ -209,6 +212,7 @@ def play(
                 }
                 for n, r in zip(scenario.brokers, final, strict=True)
             }
+        judge_hw(verdict, list(scenario.brokers), predicted_hws(prediction), observations)
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
@@ -240,6 +244,8 @@ def play(
             "failure": failure,
             "deliveries": deliveries,
             "final": {k: v for k, v in finish.items() if k != "deliveries"},
+            "hw": verdict.hw if verdict else {},
+            "file_writes": file_writes,
         },
     )
     observed_writes = [
@@ -268,6 +274,9 @@ def play(
         "run_folder": str(folder),
     }
     (folder / "verdict.json").write_text(json.dumps(verdict_doc, indent=2, default=str))
+    # Every write the harness made into a broker's files, with its source (observed | fault):
+    # no value in it comes from the model.
+    (folder / "writes.json").write_text(json.dumps(file_writes, indent=2))
     (folder / "observations.json").write_text(
         json.dumps([asdict(o) for o in observations], indent=2)
     )

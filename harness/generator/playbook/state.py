@@ -22,6 +22,7 @@ from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
 from harness.nemesis.failover import ControllerFailover, has_spare
+from harness.readback.hw import HwReading, checkpointed_hw, stable_hw
 from harness.readback.logformat import read_partition_dir
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
@@ -52,7 +53,12 @@ class PlaybookState:
         self.held: set[str] = set()  # paused by the harness between steps
         self.user_paused: set[str] = set()  # paused by a scenario step
         self.flushed: dict[str, int] = {n: 0 for n in self.names}
+        # stale_checkpoint faults to write when the broker is down (never a model value)
         self.checkpoint_hw: dict[str, int] = {}
+        # Every write the harness made into a broker's files: {step, broker, file, value,
+        # source (observed | fault), why}; written to the run folder as writes.json.
+        self.file_writes: list[dict[str, Any]] = []
+        self.current_step = 0
         self.kraft = cluster.mode.name == "kraft"
         self.meta = cluster.metadata()
         self._admin: Any = None
@@ -170,8 +176,44 @@ class PlaybookState:
             self._admin = None
             return -1
 
+    def _running(self, name: str) -> bool:
+        """Running and not paused: its checkpoint file can still move."""
+        return (
+            name not in self.down
+            and name not in self.held
+            and name not in self.user_paused
+            and self.cluster.is_running(name)
+        )
+
+    def hw_reading(self, name: str) -> HwReading:
+        """``name``'s HW as its broker checkpointed it (harness.readback.hw).
+
+        A running broker: wait (bounded) for two fresh checkpoint writes that agree. A paused
+        or dead one: its file is frozen, read it as it is.
+        """
+        log_dir = self.cluster.log_dir(name)
+        if self._running(name):
+            return stable_hw(log_dir, TOPIC, PARTITION)
+        return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
+
+    def record_write(self, name: str, file: str, value: int, source: str, why: str) -> None:
+        """List one write into a broker's files for ``writes.json`` (source: observed|fault)."""
+        self.file_writes.append(
+            {
+                "step": self.current_step,
+                "broker": name,
+                "file": file,
+                "value": value,
+                "source": source,
+                "why": why,
+            }
+        )
+
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
         v = self.view()
+        readings = {n: self.hw_reading(n) for n in self.names}
+        lead = self.by_id.get(v.leader, "")
+        wire = self.leader_hw() if lead and self._running(lead) else -1
         return Observation(
             step=step,
             event=event,
@@ -181,6 +223,9 @@ class PlaybookState:
             isr=[self.by_id[i] for i in v.isr if i in self.by_id],
             leo={n: self.leo(n) for n in self.names},
             notes=notes,
+            hw={n: r.hw for n, r in readings.items()},
+            hw_stable={n: r.stable for n, r in readings.items()},
+            leader_hw_wire=wire,
         )
 
     def _seen(self) -> str:

@@ -27,12 +27,14 @@ class HwMismatch:
     observed: int
     source: str
     stable: bool
+    hint: str = ""  # a known cause recognised from the step and the values, if any
 
     def describe(self) -> str:
         moving = "" if self.stable else ", still moving"
+        hint = f" ({self.hint})" if self.hint else ""
         return (
             f"step {self.step} ({self.event}): {self.replica}'s HW is {self.observed} "
-            f"({self.source}{moving}), the model says {self.predicted}"
+            f"({self.source}{moving}), the model says {self.predicted}{hint}"
         )
 
 
@@ -102,7 +104,14 @@ def hw_check(
             step_ok = False
             out.mismatches.append(
                 HwMismatch(
-                    obs.step, obs.event, name, int(want[i]), got, HW_SOURCE, stable.get(name, True)
+                    obs.step,
+                    obs.event,
+                    name,
+                    int(want[i]),
+                    got,
+                    HW_SOURCE,
+                    stable.get(name, True),
+                    _hint(obs, name, int(want[i]), got),
                 )
             )
         wire = int(getattr(obs, "leader_hw_wire", -1))
@@ -115,6 +124,23 @@ def hw_check(
             out.steps_compared += 1
             out.steps_agreeing += int(step_ok)
     return out
+
+
+LEADER_AHEAD = (
+    "leader one Fetch ahead: a Kafka follower sends its next Fetch as soon as it appended, "
+    "and that request moves the leader's HW; the model's fetch step is one round"
+)
+
+
+def _hint(obs: Any, replica: str, predicted: int, observed: int) -> str:
+    """A cause recognisable from the step alone; "" when none is (the usual case)."""
+    if (
+        replica == getattr(obs, "leader", "")
+        and observed > predicted
+        and str(obs.event).startswith("fetch")
+    ):
+        return LEADER_AHEAD
+    return ""
 
 
 def predicted_hws(prediction: Any) -> list[list[int]]:

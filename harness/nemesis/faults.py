@@ -6,7 +6,7 @@
   rebuilds them on recovery) and there is no clean-shutdown marker.
 - stale HW checkpoint (a fault, never a model value): ``replication-offset-checkpoint`` is
   rewritten while the broker is down, so the restart reads the HW the scenario's
-  ``stale_checkpoint`` step names (otherwise Kafka checkpoints its own HW every 100 ms; see
+  ``stale_checkpoint`` step names (otherwise Kafka checkpoints its own HW every 50 ms; see
   kafka_config).
 - clean stop, restart, pause/resume (SIGSTOP/SIGCONT).
 - network partition of chosen links between brokers, controller, ZooKeeper and the

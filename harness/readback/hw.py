@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.readback.checkpoints import REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 
-HW_CHECKPOINT_INTERVAL_MS = 100
+HW_CHECKPOINT_INTERVAL_MS = 50
 """``replica.high.watermark.checkpoint.interval.ms`` of hwchaos brokers (Kafka's default is
 5000): short, so a step can wait for the broker's own checkpoint instead of writing one."""
 

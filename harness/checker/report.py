@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.checker.diff import Verdict
+from harness.checker.realised import realised_hws
 from harness.checker.results import RunInfo
 from harness.db.versions import KafkaVersion
 from reference_model.run import RunResult
@@ -96,11 +97,24 @@ def write_report(
     parts.append(
         "<h2>Steps</h2><table><tr><th>#</th><th>step</th><th>model note</th>"
         "<th>realised on the brokers</th><th>leader/epoch</th>"
-        "<th>observed LEO per replica</th><th>predicted LEO</th><th>s</th></tr>"
+        "<th>observed LEO per replica</th><th>predicted LEO</th>"
+        "<th>observed HW (each broker's checkpoint; leader on the wire)</th>"
+        "<th>model HW (events played)</th><th>s</th></tr>"
     )
     by_step = {o.step: o for o in observations}
+    realised = realised_hws(prediction)
     for s in prediction.steps[1:]:
         o = by_step.get(s.index)
+        mhw = (
+            dict(zip(scenario.brokers, realised[s.index - 1], strict=True))
+            if s.index <= len(realised)
+            else {}
+        )
+        ohw = dict(getattr(o, "hw", {}) or {}) if o else {}
+        hw_bad = any(v >= 0 and mhw.get(k) != v for k, v in ohw.items())
+        hw_style = " style='background:#f8d4d4'" if hw_bad else ""
+        wire = getattr(o, "leader_hw_wire", -1) if o else -1
+        hw_text = str(ohw) + (f" wire={wire}" if wire >= 0 else "")
         pleo = {n: r.leo for n, r in zip(scenario.brokers, s.state.replicas, strict=True)}
         oleo = o.leo if o else {}
         mismatch = o is not None and any(v >= 0 and pleo.get(k) != v for k, v in oleo.items())
@@ -111,6 +125,7 @@ def write_report(
             f"<td>{html.escape(_realised(o))}</td>"
             f"<td>{html.escape(o.leader if o else '')}/{o.leader_epoch if o else ''}</td>"
             f"<td>{html.escape(str(oleo))}</td><td>{html.escape(str(pleo))}</td>"
+            f"<td{hw_style}>{html.escape(hw_text)}</td><td>{html.escape(str(mhw))}</td>"
             f"<td>{o.seconds if o else ''}</td></tr>"
         )
     if prevented is not None:
@@ -120,7 +135,7 @@ def write_report(
             f"<td>{html.escape(str(prevented.get('event', '')))}</td>"
             f"<td>prevented: {html.escape(str(prevented.get('reason', '')))}</td>"
             f"<td>{html.escape(str(prevented.get('harness_note', '')))}</td>"
-            "<td colspan='4' class='muted'>not played</td></tr>"
+            "<td colspan='6' class='muted'>not played</td></tr>"
         )
     parts.append("</table>")
     if prevented is not None:
@@ -133,6 +148,15 @@ def write_report(
             f"<p>Harness (the run {reached}): "
             f"{html.escape(str(prevented.get('harness_note', '')))}</p>"
         )
+    if verdict is not None and verdict.hw:
+        parts.append(f"<h2>High watermark per step</h2><p>{html.escape(verdict.hw['summary'])}</p>")
+        if verdict.hw.get("mismatches"):
+            items = "".join(
+                f"<li>step {m['step']} ({html.escape(m['event'])}): {html.escape(m['replica'])} "
+                f"observed {m['observed']}, model {m['predicted']}</li>"
+                for m in verdict.hw["mismatches"]
+            )
+            parts.append(f"<ul>{items}</ul>")
     if verdict is not None and verdict.epoch_mismatches:
         parts.append(f"<h2>Leader epochs that differ</h2><p>{verdict.epoch_mismatches}</p>")
     path.write_text("\n".join(parts))

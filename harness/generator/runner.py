@@ -23,6 +23,7 @@ import yaml
 from harness.checker import results
 from harness.checker.diff import Verdict, check
 from harness.checker.hw import judge_hw, predicted_hws
+from harness.checker.realised import realised_hws
 from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
 from harness.db.modes import SPARE_CONTROLLER
@@ -212,7 +213,9 @@ def play(
                 }
                 for n, r in zip(scenario.brokers, final, strict=True)
             }
-        judge_hw(verdict, list(scenario.brokers), predicted_hws(prediction), observations)
+        realised = realised_hws(prediction)
+        judge_hw(verdict, list(scenario.brokers), realised, observations)
+        verdict.hw["scenario_hw"] = predicted_hws(prediction)
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
@@ -267,7 +270,7 @@ def play(
     # intermediate state, not something to diff against the prediction of the whole run.
     observed_rows = _observed_rows(run_id, logs) if verdict is not None else []
     replicas = prediction.replica_rows(run_id) + observed_rows
-    results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
+    results.write_run(folder, info, replicas, writes, _step_rows(prediction, run_id, observations))
     verdict_doc = {
         **asdict(info),
         "verdict_detail": asdict(verdict) if verdict else None,
@@ -286,6 +289,21 @@ def play(
     if status != "ok" or not (workdir / "KEEP").exists():
         shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
     return info, prediction, verdict
+
+
+def _step_rows(
+    prediction: RunResult, run_id: str, observations: list[Observation]
+) -> list[dict[str, Any]]:
+    """The model's state per step and replica, with the observed and realised HW beside it."""
+    names = list(prediction.config.brokers)
+    realised = realised_hws(prediction)
+    seen = {o.step: o.hw for o in observations}
+    rows = prediction.step_rows(run_id)
+    for row in rows:
+        k, i = int(row["step"]), names.index(row["replica"])
+        row["observed_hw"] = seen.get(k, {}).get(row["replica"], -1)
+        row["realised_hw"] = realised[k - 1][i] if 1 <= k <= len(realised) else row["hw"]
+    return rows
 
 
 def predicted_prevention(prediction: RunResult) -> tuple[int, str] | None:

@@ -41,6 +41,9 @@ class Verdict:
     # The per-step HW check (harness.checker.hw.HwCheck.to_json()): source, agreement
     # counts, every mismatch, the first one.
     hw: dict[str, Any] = field(default_factory=dict)
+    # The consumer oracle (harness.checker.consumer.consumer_verdict): reads against the
+    # model, and Jepsen-style anomalies observed and predicted.
+    consumer: dict[str, Any] = field(default_factory=dict)
 
     @property
     def checkpoint_mismatches(self) -> list[str]:

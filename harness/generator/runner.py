@@ -21,9 +21,10 @@ import pandas as pd
 import yaml
 
 from harness.checker import results
+from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
 from harness.checker.hw import judge_hw, predicted_hws
-from harness.checker.realised import realised_hws
+from harness.checker.realised import realised_hws, realised_states
 from harness.checker.report import write_report
 from harness.db import Cluster, ClusterError
 from harness.db.modes import SPARE_CONTROLLER
@@ -112,6 +113,7 @@ def play(
     logs: dict[str, list[tuple[int, int, str]]] = {}
     finish: dict[str, Any] = {}
     file_writes: list[dict[str, Any]] = []
+    reads: list[dict[str, Any]] = []
     failure = ""
     status = "ok"
     t0 = time.perf_counter()
@@ -159,6 +161,7 @@ def play(
             status, failure = "fence_timeout", str(exc)
         finally:
             file_writes = list(book.file_writes)
+            reads = list(book.reads)
             logs = {n: book.log(n) for n in scenario.brokers}
             epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
             book.close()
@@ -216,6 +219,7 @@ def play(
         realised = realised_hws(prediction)
         judge_hw(verdict, list(scenario.brokers), realised, observations)
         verdict.hw["scenario_hw"] = predicted_hws(prediction)
+        verdict.consumer = _consumer(prediction, observations, reads, lead_log, verdict)
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
@@ -249,6 +253,11 @@ def play(
             "final": {k: v for k, v in finish.items() if k != "deliveries"},
             "hw": verdict.hw if verdict else {},
             "file_writes": file_writes,
+            "consumer": {
+                k: v
+                for k, v in (verdict.consumer if verdict else {}).items()
+                if k in ("summary", "observed", "predicted", "anomalies_as_predicted")
+            },
         },
     )
     observed_writes = [
@@ -280,6 +289,7 @@ def play(
     # Every write the harness made into a broker's files, with its source (observed | fault):
     # no value in it comes from the model.
     (folder / "writes.json").write_text(json.dumps(file_writes, indent=2))
+    (folder / "reads.json").write_text(json.dumps(reads, indent=2))
     (folder / "observations.json").write_text(
         json.dumps([asdict(o) for o in observations], indent=2)
     )
@@ -289,6 +299,35 @@ def play(
     if status != "ok" or not (workdir / "KEEP").exists():
         shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
     return info, prediction, verdict
+
+
+def _consumer(
+    prediction: RunResult,
+    observations: list[Observation],
+    reads: list[dict[str, Any]],
+    lead_log: dict[int, str],
+    verdict: Verdict,
+) -> dict[str, Any]:
+    """The consumer oracle's verdict (harness.checker.consumer) of one judged run."""
+    names = list(prediction.config.brokers)
+    final = prediction.steps[-1].state
+    lead = final.controller.leader
+    predicted_log = (
+        {o: e.record for o, e in enumerate(final.replicas[lead].log)}
+        if 0 <= lead < len(names)
+        else {}
+    )
+    leader_hw = {o.step: o.hw.get(o.leader, -1) for o in observations if o.leader}
+    return consumer_verdict(
+        names,
+        realised_states(prediction),
+        reads,
+        lead_log,
+        predicted_log,
+        leader_hw,
+        verdict.lost_acked,
+        verdict.predicted_lost_acked,
+    )
 
 
 def _step_rows(

@@ -11,6 +11,7 @@ living in the file of its step kind, and none needs stubs of the others to type-
 from __future__ import annotations
 
 import contextlib
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +60,8 @@ class PlaybookState:
         # source (observed | fault), why}; written to the run folder as writes.json.
         self.file_writes: list[dict[str, Any]] = []
         self.current_step = 0
+        # The consumer oracle's reads: {step, replica, role, replica_id, hw, records, error}
+        self.reads: list[dict[str, Any]] = []
         self.kraft = cluster.mode.name == "kraft"
         self.meta = cluster.metadata()
         self._admin: Any = None
@@ -196,6 +199,38 @@ class PlaybookState:
             return stable_hw(log_dir, TOPIC, PARTITION)
         return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
 
+    def consumer_read(self, name: str, role: str) -> None:
+        """What a consumer reads from ``name`` now (harness.client.fetch), for the oracle.
+
+        The leader is read as an ordinary consumer, a follower as Kafka's debugging
+        consumer (replica id -2: served by a follower, up to that follower's HW). Only a
+        running broker can answer, so followers are read just before the harness pauses
+        them (their state then is their state until their next step).
+        """
+        from harness.client.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch
+        from harness.client.wire import WireError
+
+        host, port = self.cluster.broker_address(name)
+        rid = CONSUMER if role == "leader" else DEBUGGING_CONSUMER
+        row: dict[str, Any] = {
+            "step": self.current_step,
+            "replica": name,
+            "role": role,
+            "replica_id": rid,
+            "hw": -1,
+            "records": [],
+            "error": "",
+        }
+        try:
+            ans = fetch(
+                host, port, TOPIC, PARTITION, 4 if self.version.epoch_on_disk else 3, rid
+            )
+            row["hw"], row["records"] = ans.high_watermark, [list(x) for x in ans.records]
+            row["error"] = "" if ans.error == 0 else f"error code {ans.error}"
+        except (WireError, struct.error, IndexError) as exc:
+            row["error"] = str(exc) or type(exc).__name__
+        self.reads.append(row)
+
     def record_write(self, name: str, file: str, value: int, source: str, why: str) -> None:
         """List one write into a broker's files for ``writes.json`` (source: observed|fault)."""
         self.file_writes.append(
@@ -214,6 +249,8 @@ class PlaybookState:
         readings = {n: self.hw_reading(n) for n in self.names}
         lead = self.by_id.get(v.leader, "")
         wire = self.leader_hw() if lead and self._running(lead) else -1
+        if lead and self._running(lead):
+            self.consumer_read(lead, "leader")
         return Observation(
             step=step,
             event=event,

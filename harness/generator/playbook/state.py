@@ -203,15 +203,17 @@ class PlaybookState:
         """What a consumer reads from ``name`` now (harness.client.fetch), for the oracle.
 
         The leader is read as an ordinary consumer, a follower as Kafka's debugging
-        consumer (replica id -2: served by a follower, up to that follower's HW). Only a
+        consumer before 2.4 and with KIP-392 client metadata from 2.4 (either way served by
+        the follower, up to its own HW; harness.client.fetch). Only a
         running broker can answer, so followers are read just before the harness pauses
         them (their state then is their state until their next step).
         """
-        from harness.client.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch
+        from harness.client.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch, fetch_version
         from harness.client.wire import WireError
 
         host, port = self.cluster.broker_address(name)
-        rid = CONSUMER if role == "leader" else DEBUGGING_CONSUMER
+        kip392 = tuple(int(x) for x in self.version.release.split(".")[:2]) >= (2, 4)
+        rid = CONSUMER if role == "leader" or kip392 else DEBUGGING_CONSUMER
         row: dict[str, Any] = {
             "step": self.current_step,
             "replica": name,
@@ -222,9 +224,8 @@ class PlaybookState:
             "error": "",
         }
         try:
-            ans = fetch(
-                host, port, TOPIC, PARTITION, 4 if self.version.epoch_on_disk else 3, rid
-            )
+            ver = fetch_version(self.version.epoch_on_disk, kip392)
+            ans = fetch(host, port, TOPIC, PARTITION, ver, rid)
             row["hw"], row["records"] = ans.high_watermark, [list(x) for x in ans.records]
             row["error"] = "" if ans.error == 0 else f"error code {ans.error}"
         except (WireError, struct.error, IndexError) as exc:

@@ -1,6 +1,6 @@
 """The consumer oracle's verdict: what consumers read, against the model and the final log.
 
-Reads come from the brokers (harness.client.fetch, recorded by the playbook): after every
+Reads come from the brokers (harness.protocol.fetch, recorded by the playbook): after every
 step the leader as an ordinary consumer, and each follower, just before the harness pauses
 it, as Kafka's debugging consumer (served up to that follower's HW). The model predicts
 each read: the replica's log below its HW in the model run on the events played

@@ -17,7 +17,7 @@ import pytest
 from harness.checker.diff import Verdict
 from harness.checker.hw import judge_hw
 from harness.checker.realised import realised_hws
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from tests.system.test_brokers import require

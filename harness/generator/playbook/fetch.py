@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import time
 
-from harness.db import PARTITION, TOPIC
-from harness.db.kafka_config import FETCH_WAIT_MAX_MS
+from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
+from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.client.producer import Producer
-from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster
-from harness.db.versions import KafkaVersion
+from harness.db import Cluster
+from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode.view import PartitionView
+from harness.db.names import CONTROLLER, PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, Observation, wait_until
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
-from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
 from harness.nemesis.failover import ControllerFailover, has_spare
 from harness.readback.hw import HwReading, checkpointed_hw, stable_hw
@@ -200,16 +201,16 @@ class PlaybookState:
         return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
 
     def consumer_read(self, name: str, role: str) -> None:
-        """What a consumer reads from ``name`` now (harness.client.fetch), for the oracle.
+        """What a consumer reads from ``name`` now (harness.protocol.fetch), for the oracle.
 
         The leader is read as an ordinary consumer, a follower as Kafka's debugging
         consumer before 2.4 and with KIP-392 client metadata from 2.4 (either way served by
-        the follower, up to its own HW; harness.client.fetch). Only a
+        the follower, up to its own HW; harness.protocol.fetch). Only a
         running broker can answer, so followers are read just before the harness pauses
         them (their state then is their state until their next step).
         """
-        from harness.client.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch, fetch_version
-        from harness.client.wire import WireError
+        from harness.protocol.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch, fetch_version
+        from harness.protocol.wire import WireError
 
         host, port = self.cluster.broker_address(name)
         kip392 = tuple(int(x) for x in self.version.release.split(".")[:2]) >= (2, 4)

@@ -27,7 +27,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.client.wire import WireError, _header, _Reader, _roundtrip, _string
+from harness.protocol.wire import WireError, _header, _Reader, _roundtrip, _string
 from harness.readback.logformat import SegmentReadResult, _read_batches
 
 FETCH = 1

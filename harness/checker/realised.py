@@ -1,29 +1,35 @@
-"""The model run on the events the harness really plays, for the per-step HW check.
+"""The model run on the events the harness really plays; what a broker run is judged on.
 
-A Kafka follower never stops after one round: as soon as it appended what a Fetch
-brought, it sends its next Fetch, and that request moves the leader's HW (the follower's
-fetch offset is its new LEO). The harness pauses the follower while the answer to that
-request is parked at the leader (``replica.fetch.wait.max.ms``), so the answer, carrying the
-new HW, is applied only when the follower next runs. In the model's own events, a played
-``fetch F`` step is therefore::
+Two things Kafka does on its own in a hwchaos run, which a scenario does not spell out:
 
-    fetch_response F   (the answer parked since F's last fetch step, if any)
-    fetch F            (one request/response round, as the scenario says)
-    fetch_request F    (the next request; its answer stays in flight)
+- **A follower never stops after one round.** As soon as it appended what a Fetch brought
+  it sends its next Fetch, and that request moves the leader's HW (the follower's fetch
+  offset is its new LEO). The harness pauses the follower while the answer to that request
+  is parked at the leader (``replica.fetch.wait.max.ms``), so the answer, with the new HW,
+  is applied only when the follower next runs. In the model's own events a played
+  ``fetch F`` step is therefore::
 
-and ``leader_epoch_request F`` from 0.11 is a whole fetch round too (the playbook's
-``do_leader_epoch_request``). A scenario's ``fetch_request F`` is the model's own event:
-when a request is already in flight the model leaves the state alone, as the playbook
-does (``do_fetch_request``). Nothing here reads a broker: this is the model's prediction
-of the realised sequence, which the observed HW is compared with step by step. The final
-logs are still judged against the scenario's own prediction.
+      fetch_response F   (the answer parked since F's last fetch step, if any)
+      fetch F            (one request/response round, as the scenario says)
+      fetch_request F    (the next request; its answer stays in flight)
+
+  and ``leader_epoch_request F`` from 0.11 is a whole fetch round too (the playbook's
+  ``do_leader_epoch_request``). A scenario's own ``fetch_request F`` finds a request in
+  flight and leaves the state alone, as the playbook does (``do_fetch_request``).
+- **Every running broker checkpoints its HW itself**, every 50 ms
+  (``replica.high.watermark.checkpoint.interval.ms``, harness.readback.hw): after every
+  event, each running replica's ``checkpoint`` is applied, so a crash leaves the HW it had,
+  unless a ``stale_checkpoint`` fault set the file (kept until that broker restarts).
+
+Nothing here reads a broker: this is the model's prediction (the same transition rules) of
+the sequence really played. The scenario's own prediction is kept in ``model.json``;
+:func:`differences` says where the two end differently.
 """
 
 from __future__ import annotations
 
 from reference_model.events import Event
-from reference_model.generations import Generation
-from reference_model.run import RunResult, expand
+from reference_model.run import RunResult, Step, expand
 from reference_model.state import PartitionState, initial_state
 from reference_model.transitions import apply
 
@@ -42,22 +48,53 @@ def _played(st: PartitionState, e: Event, epoch_truncation: bool) -> list[Event]
     return out
 
 
-def realised_states(prediction: RunResult) -> list[PartitionState]:
-    """The model's state after every played step (index k-1 for step k)."""
+def realised_run(prediction: RunResult) -> RunResult:
+    """The model run on the events played (same steps, same prevention stop)."""
     cfg = prediction.config
-    gen: Generation = cfg.generation
     sc = prediction.scenario
     st = initial_state(cfg, sc.leader)
-    out: list[PartitionState] = []
+    steps = [prediction.steps[0]]
+    stale: set[int] = set()  # replicas whose checkpoint file a fault set
     for step in prediction.steps[1:]:
         ev = sc.steps[step.index - 1]
-        for e in expand(cfg, st, ev, sc.records_per_produce):
-            for played in _played(st, e, gen.epoch_truncation):
-                st, _note = apply(cfg, st, played)
-        out.append(st)
-    return out
+        events = expand(cfg, st, ev, sc.records_per_produce)
+        notes: list[str] = []
+        for e in events:
+            for played in _played(st, e, cfg.generation.epoch_truncation):
+                if played.kind == "stale_checkpoint":
+                    stale.add(played.replica)
+                if played.kind == "restart":
+                    stale.discard(played.replica)
+                st, note = apply(cfg, st, played)
+                notes.append(note)
+                for i, r in enumerate(st.replicas):
+                    if r.alive and not r.paused and i not in stale and r.checkpoint_hw != r.hw:
+                        st = apply(cfg, st, Event("checkpoint", i))[0]
+        steps.append(Step(step.index, step.text, tuple(events), tuple(notes), st))
+    return RunResult(sc, cfg, tuple(steps), prediction.prevented)
+
+
+def realised_states(prediction: RunResult) -> list[PartitionState]:
+    """The model's state after every played step (index k-1 for step k)."""
+    return [s.state for s in realised_run(prediction).steps[1:]]
 
 
 def realised_hws(prediction: RunResult) -> list[list[int]]:
     """The model's HW of every replica after every played step."""
-    return [[int(r.hw) for r in s.replicas] for s in realised_states(prediction)]
+    return [[int(r.hw) for r in s] for s in (x.replicas for x in realised_states(prediction))]
+
+
+def differences(scenario_run: RunResult, realised: RunResult) -> list[str]:
+    """Where the run as played ends otherwise than the scenario as written (one line each)."""
+    out = []
+    a, b = scenario_run.to_json(), realised.to_json()
+    for key in ("lost_acked", "divergent_offsets", "outcomes"):
+        if a.get(key) != b.get(key):
+            out.append(f"{key}: as written {a.get(key)}, as played {b.get(key)}")
+    names = scenario_run.config.brokers
+    fa, fb = scenario_run.steps[-1].state, realised.steps[-1].state
+    for n, ra, rb in zip(names, fa.replicas, fb.replicas, strict=True):
+        la, lb = [e.record for e in ra.log], [e.record for e in rb.log]
+        if la != lb:
+            out.append(f"{n}'s final log: as written {la}, as played {lb}")
+    return out

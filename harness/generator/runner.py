@@ -24,7 +24,7 @@ from harness.checker import results
 from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
 from harness.checker.hw import judge_hw, predicted_hws
-from harness.checker.realised import realised_hws, realised_states
+from harness.checker.realised import differences, realised_hws, realised_run
 from harness.checker.report import write_report
 from harness.db import BrokerUnavailable, Cluster, ClusterError
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
@@ -163,9 +163,13 @@ def play(
         _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
     elapsed = time.perf_counter() - t0
 
+    # Judged on the model run on the events really played (harness.checker.realised):
+    # the same rules, with the fetch rounds and HW checkpoints Kafka makes on its own.
+    judged = realised_run(prediction)
+    (folder / "model-as-played.json").write_text(json.dumps(judged.to_json(), indent=2))
     columns = ["run_id", "source", "replica", "offset", "epoch", "record"]
     # every log can end empty (kip966-last-replica-standing without ELR): keep the columns
-    predicted = pd.DataFrame(prediction.replica_rows(run_id), columns=columns)
+    predicted = pd.DataFrame(judged.replica_rows(run_id), columns=columns)
     observed = pd.DataFrame(_observed_rows(run_id, logs), columns=columns)
     verdict: Verdict | None = None
     deliveries = finish.get("deliveries", {})
@@ -182,10 +186,10 @@ def play(
         if finish.get("leader") is None:
             outcomes.append("offline")
         outcomes += [f"broker_halted:{n}" for n in finish.get("halted", [])]
-        pj = prediction.to_json()
+        pj = judged.to_json()
         predicted_leo = [
             {n: r.leo for n, r in zip(scenario.brokers, s.state.replicas, strict=True)}
-            for s in prediction.steps[1:]
+            for s in judged.steps[1:]
         ]
         verdict, diff = check(
             predicted,
@@ -199,7 +203,7 @@ def play(
             outcomes,
         )
         if version.epoch_on_disk:
-            final = prediction.steps[-1].state.replicas
+            final = judged.steps[-1].state.replicas
             verdict.epoch_checkpoints = {
                 n: {
                     "predicted": [list(e) for e in r.epochs],
@@ -207,10 +211,11 @@ def play(
                 }
                 for n, r in zip(scenario.brokers, final, strict=True)
             }
-        realised = realised_hws(prediction)
+        realised = [[int(r.hw) for r in st.state.replicas] for st in judged.steps[1:]]
         judge_hw(verdict, list(scenario.brokers), realised, observations)
         verdict.hw["scenario_hw"] = predicted_hws(prediction)
-        verdict.consumer = _consumer(prediction, observations, reads, lead_log, verdict)
+        verdict.hw["as_played_differs"] = differences(prediction, judged)
+        verdict.consumer = _consumer(judged, observations, reads, lead_log, verdict)
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
@@ -265,11 +270,11 @@ def play(
         }
         for r, d in deliveries.items()
     ]
-    writes = prediction.write_rows(run_id) + (observed_writes if verdict is not None else [])
+    writes = judged.write_rows(run_id) + (observed_writes if verdict is not None else [])
     # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
     # intermediate state, not something to diff against the prediction of the whole run.
     observed_rows = _observed_rows(run_id, logs) if verdict is not None else []
-    replicas = prediction.replica_rows(run_id) + observed_rows
+    replicas = judged.replica_rows(run_id) + observed_rows
     results.write_run(folder, info, replicas, writes, _step_rows(prediction, run_id, observations))
     verdict_doc = {
         **asdict(info),
@@ -299,7 +304,7 @@ def _consumer(
     lead_log: dict[int, str],
     verdict: Verdict,
 ) -> dict[str, Any]:
-    """The consumer oracle's verdict (harness.checker.consumer) of one judged run."""
+    """The consumer oracle's verdict (harness.checker.consumer); ``prediction`` as played."""
     names = list(prediction.config.brokers)
     final = prediction.steps[-1].state
     lead = final.controller.leader
@@ -311,7 +316,7 @@ def _consumer(
     leader_hw = {o.step: o.hw.get(o.leader, -1) for o in observations if o.leader}
     return consumer_verdict(
         names,
-        realised_states(prediction),
+        [x.state for x in prediction.steps[1:]],
         reads,
         lead_log,
         predicted_log,

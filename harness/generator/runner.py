@@ -23,7 +23,7 @@ import yaml
 from harness.checker import results
 from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
-from harness.checker.hw import judge_hw, predicted_hws
+from harness.checker.hw import hw_check, judge_hw, predicted_hws
 from harness.checker.realised import differences, realised_hws, realised_run
 from harness.checker.report import write_report
 from harness.db import BrokerUnavailable, Cluster, ClusterError
@@ -247,7 +247,7 @@ def play(
             "failure": failure,
             "deliveries": deliveries,
             "final": {k: v for k, v in finish.items() if k != "deliveries"},
-            "hw": verdict.hw if verdict else {},
+            "hw": verdict.hw if verdict else _hw_so_far(judged, observations),
             "file_writes": file_writes,
             "consumer": {
                 k: v
@@ -295,6 +295,19 @@ def play(
     if status != "ok" or not (workdir / "KEEP").exists():
         shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
     return info, prediction, verdict
+
+
+def _hw_so_far(judged: RunResult, observations: list[Observation]) -> dict[str, Any]:
+    """A run that stopped (a fence not reached): the HW check of the steps it did play.
+
+    A broker that went elsewhere than the model is then named at the step where its HW
+    first differed, not only by the fence that timed out later.
+    """
+    if not observations:
+        return {}
+    names = list(judged.config.brokers)
+    hws = [[int(r.hw) for r in st.state.replicas] for st in judged.steps[1:]]
+    return hw_check(names, hws, observations).to_json()
 
 
 def _consumer(

@@ -139,7 +139,7 @@ class Playbook(
         self.progress(
             f"step {k:>2}/{len(self.scenario.steps)} {text:<32} "
             f"{obs.seconds:5.1f}s  leader={obs.leader or '-'} "
-            f"epoch={obs.leader_epoch} leo={obs.leo}"
+            f"epoch={obs.leader_epoch} leo={obs.leo} hw={obs.hw}"
         )
         return obs
 

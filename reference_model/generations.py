@@ -53,6 +53,7 @@ class Generation:
     truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
     out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
     truncate_in_fetch: bool = False  # KAFKA-10554: truncation rides on the first Fetch
+    follower_truncates_before_hw: bool = False  # KAFKA-14704: no HW over a divergent tail
     hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
     kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
     no_epoch_bump_on_isr_shrink: bool = False  # KAFKA-15021 (KRaft, metadata.version 3.6)

@@ -142,6 +142,17 @@ RULES: dict[str, Rule] = {
             "tests/test_profiles.py::test_kafka_10554_boundary",
         ),
         Rule(
+            "follower_truncates_before_hw",
+            "KAFKA-14704",
+            ("3.4.1", "3.5.0"),
+            "kafka.server.AbstractFetcherThread.processFetchRequest (truncateOnFetchResponse "
+            "now before ReplicaFetcherThread.processPartitionData's log.updateHighWatermark)",
+            "a follower whose Fetch answer carries a diverging epoch truncates before it applies "
+            "the leader's HW; from 2.8 (truncate_in_fetch) until the fix its HW briefly covered "
+            "its divergent, uncommitted tail, readable by follower-fetching consumers (KIP-392)",
+            boundary="tests/unit/test_profiles.py::test_kafka_14704_boundary",
+        ),
+        Rule(
             "hw_needs_min_isr",
             "KAFKA-15583",
             ("3.7.0",),

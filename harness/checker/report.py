@@ -157,6 +157,33 @@ def write_report(
                 for m in verdict.hw["mismatches"]
             )
             parts.append(f"<ul>{items}</ul>")
+    if verdict is not None and verdict.consumer:
+        c = verdict.consumer
+        rows = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(c['observed'].get(k)))}</td>"
+            f"<td>{html.escape(str(c['predicted'].get(k)))}</td></tr>"
+            for k in c["observed"]
+        )
+        parts.append(
+            f"<h2>Consumer oracle</h2><p>{html.escape(c['summary'])}</p>"
+            "<table><tr><th>anomaly</th><th>observed</th><th>predicted</th></tr>"
+            f"{rows}</table>"
+        )
+    writes = info.extra.get("file_writes") or []
+    parts.append(
+        "<h2>Writes into the brokers' files</h2>"
+        + (
+            "<ul>"
+            + "".join(
+                f"<li>step {w['step']}: {html.escape(w['broker'])} {html.escape(w['file'])} = "
+                f"{w['value']} ({html.escape(w['source'])}: {html.escape(w['why'])})</li>"
+                for w in writes
+            )
+            + "</ul>"
+            if writes
+            else "<p>none: every file was written by Kafka itself</p>"
+        )
+    )
     if verdict is not None and verdict.epoch_mismatches:
         parts.append(f"<h2>Leader epochs that differ</h2><p>{verdict.epoch_mismatches}</p>")
     path.write_text("\n".join(parts))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from reference_model.events import Event
 from reference_model.run import RunResult, Step, expand
-from reference_model.state import PartitionState, initial_state
+from reference_model.state import PartitionState, Replica, initial_state
 from reference_model.transitions import apply
 
 
@@ -79,9 +79,25 @@ def realised_states(prediction: RunResult) -> list[PartitionState]:
     return [s.state for s in realised_run(prediction).steps[1:]]
 
 
+def file_hw(rep: Replica) -> int:
+    """What the model says the replica's ``replication-offset-checkpoint`` holds.
+
+    A running broker checkpoints its in-memory HW continuously, so the file is its HW; a
+    stopped broker has no in-memory HW, its file is whatever it last wrote (or a fault
+    wrote): the model's ``checkpoint_hw``. A power loss cuts the log, not this file (Kafka
+    fsyncs it), so the two can differ until the restart clamps the HW to the log.
+    """
+    return int(rep.hw if rep.alive else rep.checkpoint_hw)
+
+
+def step_hws(run: RunResult) -> list[list[int]]:
+    """:func:`file_hw` of every replica after every step of ``run`` (steps[1:])."""
+    return [[file_hw(r) for r in s.state.replicas] for s in run.steps[1:]]
+
+
 def realised_hws(prediction: RunResult) -> list[list[int]]:
-    """The model's HW of every replica after every played step."""
-    return [[int(r.hw) for r in s] for s in (x.replicas for x in realised_states(prediction))]
+    """The model's HW file of every replica after every played step."""
+    return step_hws(realised_run(prediction))
 
 
 def differences(scenario_run: RunResult, realised: RunResult) -> list[str]:

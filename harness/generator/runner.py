@@ -24,7 +24,7 @@ from harness.checker import results
 from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
 from harness.checker.hw import hw_check, judge_hw, predicted_hws
-from harness.checker.realised import differences, realised_hws, realised_run
+from harness.checker.realised import differences, realised_hws, realised_run, step_hws
 from harness.checker.report import write_report
 from harness.db import BrokerUnavailable, Cluster, ClusterError
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
@@ -211,7 +211,7 @@ def play(
                 }
                 for n, r in zip(scenario.brokers, final, strict=True)
             }
-        realised = [[int(r.hw) for r in st.state.replicas] for st in judged.steps[1:]]
+        realised = step_hws(judged)
         judge_hw(verdict, list(scenario.brokers), realised, observations)
         verdict.hw["scenario_hw"] = predicted_hws(prediction)
         verdict.hw["as_played_differs"] = differences(prediction, judged)
@@ -306,8 +306,7 @@ def _hw_so_far(judged: RunResult, observations: list[Observation]) -> dict[str, 
     if not observations:
         return {}
     names = list(judged.config.brokers)
-    hws = [[int(r.hw) for r in st.state.replicas] for st in judged.steps[1:]]
-    return hw_check(names, hws, observations).to_json()
+    return hw_check(names, step_hws(judged), observations).to_json()
 
 
 def _consumer(

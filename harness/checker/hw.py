@@ -75,13 +75,16 @@ def hw_check(
     names: Sequence[str],
     predicted_hw: Sequence[Sequence[int]],
     observations: Sequence[Any],
+    controller: Sequence[tuple[str, list[str]]] | None = None,
 ) -> HwCheck:
     """Compare, step by step, the model's HW of every replica with the observed one.
 
     ``predicted_hw[k-1][i]``: the model's HW of replica ``names[i]`` after step k.
     ``observations``: the playbook's per-step observations (``step``, ``event``, ``hw``,
-    ``hw_stable``, ``leader``, ``leader_hw_wire``); steps without an HW reading (a run
-    recorded before HW observation existed) are skipped, not counted as agreeing.
+    ``hw_stable``, ``leader``, ``isr``, ``leader_hw_wire``); steps without an HW reading (a
+    run recorded before HW observation existed) are skipped, not counted as agreeing.
+    ``controller[k-1]``: the model's (leader, ISR) after step k, to say why a step differs
+    where the controller's observed decision already does.
     """
     out = HwCheck()
     for obs in observations:
@@ -111,7 +114,7 @@ def hw_check(
                     got,
                     HW_SOURCE,
                     stable.get(name, True),
-                    _hint(obs, name, int(want[i]), got),
+                    _hint(obs, controller[obs.step - 1] if controller else None),
                 )
             )
         wire = int(getattr(obs, "leader_hw_wire", -1))
@@ -126,21 +129,19 @@ def hw_check(
     return out
 
 
-LEADER_AHEAD = (
-    "leader one Fetch ahead: a Kafka follower sends its next Fetch as soon as it appended, "
-    "and that request moves the leader's HW; the model's fetch step is one round"
-)
-
-
-def _hint(obs: Any, replica: str, predicted: int, observed: int) -> str:
-    """A cause recognisable from the step alone; "" when none is (the usual case)."""
-    if (
-        replica == getattr(obs, "leader", "")
-        and observed > predicted
-        and str(obs.event).startswith("fetch")
-    ):
-        return LEADER_AHEAD
-    return ""
+def _hint(obs: Any, want: tuple[str, list[str]] | None) -> str:
+    """Why, where the step's observation says it: leader or ISR other than the model's."""
+    if want is None:
+        return ""
+    leader, isr = want
+    seen_leader = str(getattr(obs, "leader", ""))
+    seen_isr = sorted(getattr(obs, "isr", []) or [])
+    out = []
+    if seen_leader != leader:
+        out.append(f"leader is {seen_leader or 'none'}, the model's {leader or 'none'}")
+    if seen_isr != sorted(isr):
+        out.append(f"ISR is {seen_isr}, the model's {sorted(isr)}")
+    return "; ".join(out)
 
 
 def predicted_hws(prediction: Any) -> list[list[int]]:
@@ -148,18 +149,30 @@ def predicted_hws(prediction: Any) -> list[list[int]]:
     return [[int(r.hw) for r in s.state.replicas] for s in prediction.steps[1:]]
 
 
+def controller_view(run: Any) -> list[tuple[str, list[str]]]:
+    """The model's (leader, ISR) by broker name after every step of ``run``."""
+    names = list(run.config.brokers)
+    out = []
+    for s in run.steps[1:]:
+        c = s.state.controller
+        lead = names[c.leader] if 0 <= c.leader < len(names) else ""
+        out.append((lead, [names[i] for i in sorted(c.isr)]))
+    return out
+
+
 def judge_hw(
     verdict: Any,
     names: Sequence[str],
     predicted_hw: Sequence[Sequence[int]],
     observations: Sequence[Any],
+    controller: Sequence[tuple[str, list[str]]] | None = None,
 ) -> HwCheck:
     """Add the per-step HW check to ``verdict`` (a checker.diff.Verdict); a mismatch fails it.
 
     The run is a model mismatch from the first step whose observed HW differs, whatever
     the final logs say: a run whose logs end equal can hide a step that went wrong.
     """
-    result = hw_check(names, predicted_hw, observations)
+    result = hw_check(names, predicted_hw, observations, controller)
     verdict.hw = result.to_json()
     first = result.first
     if first is not None:

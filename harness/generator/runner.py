@@ -23,7 +23,7 @@ import yaml
 from harness.checker import results
 from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
-from harness.checker.hw import hw_check, judge_hw, predicted_hws
+from harness.checker.hw import controller_view, hw_check, judge_hw, predicted_hws
 from harness.checker.realised import differences, realised_hws, realised_run, step_hws
 from harness.checker.report import write_report
 from harness.db import BrokerUnavailable, Cluster, ClusterError
@@ -212,7 +212,9 @@ def play(
                 for n, r in zip(scenario.brokers, final, strict=True)
             }
         realised = step_hws(judged)
-        judge_hw(verdict, list(scenario.brokers), realised, observations)
+        judge_hw(
+            verdict, list(scenario.brokers), realised, observations, controller_view(judged)
+        )
         verdict.hw["scenario_hw"] = predicted_hws(prediction)
         verdict.hw["as_played_differs"] = differences(prediction, judged)
         verdict.consumer = _consumer(judged, observations, reads, lead_log, verdict)
@@ -306,7 +308,7 @@ def _hw_so_far(judged: RunResult, observations: list[Observation]) -> dict[str, 
     if not observations:
         return {}
     names = list(judged.config.brokers)
-    return hw_check(names, step_hws(judged), observations).to_json()
+    return hw_check(names, step_hws(judged), observations, controller_view(judged)).to_json()
 
 
 def _consumer(

@@ -168,3 +168,14 @@ def test_a_crashed_broker_restarts_with_the_hw_it_checkpointed_itself() -> None:
     pred = run_scenario(sc, "0.10.2.1")
     assert pred.steps[11].state.replicas[0].hw == 0  # the scenario as written
     assert realised_run(pred).steps[11].state.replicas[0].hw == 2
+
+
+def test_a_mismatch_says_why_when_the_controller_decided_otherwise() -> None:
+    """The step's observed ISR differs from the model's: named beside the HW values."""
+    obs = [Obs(1, "isr_shrink B", {"A": 2, "B": 1, "C": 1}, leader="A")]
+    obs[0].isr = ["A"]  # type: ignore[attr-defined]
+    res = hw_check(["A", "B", "C"], [[1, 1, 1]], obs, [("A", ["A", "C"])])
+    assert res.first is not None
+    assert "ISR is ['A'], the model's ['A', 'C']" in res.first.describe()
+    same = hw_check(["A", "B", "C"], [[1, 1, 1]], obs, [("A", ["A"])])
+    assert same.first is not None and same.first.hint == ""

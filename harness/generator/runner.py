@@ -1,45 +1,33 @@
-"""One scenario on real brokers, end to end: cluster, playbook, read-back, verdict, files.
+"""Play one scenario on real brokers: cluster, playbook, read-back, into a :class:`RunRecord`.
 
-The run folder holds everything needed to judge the run without re-running it: the
-scenario, the model's trace, the observed logs (Parquet), the broker logs, the verdict
-(JSON) and an HTML report. Whatever happens (a fence times out, a step is prevented,
-Ctrl-C), every JVM/container is stopped before this returns or raises.
+The runner plays and records; it judges nothing (:func:`harness.checker.judge.judge` does)
+and writes only the broker logs (:mod:`harness.checker.store` writes the run folder;
+:func:`harness.trial.trial` calls the three). Whatever happens (a fence times out, a step is
+prevented, Ctrl-C), every JVM/container is stopped before :func:`play` returns or raises.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
-import yaml
-
-from harness.checker import results
-from harness.checker.consumer import consumer_verdict
-from harness.checker.diff import Verdict, check
-from harness.checker.hw import controller_view, hw_check, judge_hw, predicted_hws
-from harness.checker.realised import differences, realised_hws, realised_run, step_hws
-from harness.checker.report import write_report
 from harness.db import BrokerUnavailable, Cluster, ClusterError
-from harness.db.catalogue.versions import KafkaVersion, resolve_version
+from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode.base import SPARE_CONTROLLER
 from harness.db.runtime.docker import DockerCluster, docker_available
+from harness.db.runtime.linkcuts import network_available
 from harness.db.runtime.local import LocalCluster
-from harness.db.runtime.netns import network_available
 from harness.generator.playbook import Playbook
-from harness.generator.playbook.fences import FenceTimeout, Observation, StepPrevented
+from harness.generator.playbook.fences import FenceTimeout, StepPrevented
 from harness.generator.realise import configure, needs, network_unavailable
+from harness.generator.record import RunRecord
 from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.events import Event
-from reference_model.run import RunResult, run_scenario
-from reference_model.scenario import Scenario, to_document
+from reference_model.run import RunResult
+from reference_model.scenario import Scenario
 
 
 def make_cluster(
@@ -74,41 +62,32 @@ def make_cluster(
     raise ValueError(f"unknown backend {backend!r} (local, docker)")
 
 
-def _observed_rows(
-    run_id: str, logs: dict[str, list[tuple[int, int, str]]]
-) -> list[dict[str, Any]]:
-    return [
-        {"run_id": run_id, "source": "observed", "replica": n, "offset": o, "epoch": e, "record": r}
-        for n, entries in logs.items()
-        for o, e, r in entries
-    ]
-
-
 def play(
     scenario: Scenario,
     version: KafkaVersion,
+    prediction: RunResult,
     backend: str,
     folder: Path,
     run_id: str,
     progress: Callable[[str], None],
     controllers: int = 1,
-) -> tuple[results.RunInfo, RunResult, Verdict | None]:
-    """Play ``scenario`` and write the run folder; returns what was written."""
+) -> RunRecord:
+    """Play ``scenario`` on a fresh cluster; returns what happened, judged by nobody.
+
+    ``prediction`` drives the playbook's fences and says which step, if any, this version
+    refuses (the run stops before it). The broker logs are copied into ``folder/logs``.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "scenario.yaml").write_text(yaml.safe_dump(to_document(scenario), sort_keys=False))
-    prediction = run_scenario(scenario, version.generation)
-    (folder / "model.json").write_text(json.dumps(prediction.to_json(), indent=2))
-    stop_at = predicted_prevention(prediction)  # the step this version refuses, if any
-    harness_note = ""
+    record = RunRecord(
+        run_id=run_id,
+        scenario=scenario,
+        version=version,
+        backend=backend,
+        folder=folder,
+        stop_before=predicted_prevention(prediction),
+    )
+    stop_at = record.stop_before
     workdir = folder / "cluster"
-    observations: list[Observation] = []
-    epoch_files: dict[str, list[tuple[int, int]]] = {}
-    logs: dict[str, list[tuple[int, int, str]]] = {}
-    finish: dict[str, Any] = {}
-    file_writes: list[dict[str, Any]] = []
-    reads: list[dict[str, Any]] = []
-    failure = ""
-    status = "ok"
     t0 = time.perf_counter()
     want = needs(scenario, prediction)
     cluster = make_cluster(
@@ -129,7 +108,8 @@ def play(
             f"({version.generation}), brokers {list(scenario.brokers)}"
         )
         cluster.start()
-        progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
+        record.timings["cluster_up"] = round(time.perf_counter() - t0, 3)
+        progress(f"cluster up in {record.timings['cluster_up']:.1f}s")
         missing = network_unavailable(cluster, want)
         if missing is not None:
             raise BrokerUnavailable(missing)
@@ -140,229 +120,40 @@ def play(
                 if stop_at is not None and k >= stop_at[0]:
                     # The model says this version makes step k impossible: it is not played
                     # (even where the harness could force it), the run ends before it.
-                    status = "prevented"
-                    harness_note = _harness_note(book, k, ev, stop_at[1])
+                    record.status = "prevented"
+                    record.harness_note = _harness_note(book, k, ev, stop_at[1])
                     progress(f"step {k:>2}/{len(scenario.steps)} prevented: {stop_at[1]}")
                     break
-                observations.append(book.step(k, ev))
+                record.observations.append(book.step(k, ev))
             finish = book.finish()
+            record.deliveries = finish.pop("deliveries", {})
+            record.final = finish
         except StepPrevented as exc:
-            status, failure = "step_prevented", str(exc)
+            record.status, record.failure = "step_prevented", str(exc)
         except FenceTimeout as exc:
-            status, failure = "fence_timeout", str(exc)
+            record.status, record.failure = "fence_timeout", str(exc)
         finally:
-            file_writes = list(book.file_writes)
-            reads = list(book.reads)
-            logs = {n: book.log(n) for n in scenario.brokers}
-            epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
+            record.file_writes = list(book.file_writes)
+            record.reads = list(book.reads)
+            record.logs = {n: book.log(n) for n in scenario.brokers}
+            record.epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
             book.close()
     except ClusterError as exc:
-        status, failure = "error", str(exc)
+        record.status, record.failure = "error", str(exc)
     finally:
         cluster.close()
-        _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
-    elapsed = time.perf_counter() - t0
-
-    # Judged on the model run on the events really played (harness.checker.realised):
-    # the same rules, with the fetch rounds and HW checkpoints Kafka makes on its own.
-    judged = realised_run(prediction)
-    (folder / "model-as-played.json").write_text(json.dumps(judged.to_json(), indent=2))
-    columns = ["run_id", "source", "replica", "offset", "epoch", "record"]
-    # every log can end empty (kip966-last-replica-standing without ELR): keep the columns
-    predicted = pd.DataFrame(judged.replica_rows(run_id), columns=columns)
-    observed = pd.DataFrame(_observed_rows(run_id, logs), columns=columns)
-    verdict: Verdict | None = None
-    deliveries = finish.get("deliveries", {})
-    lost: list[str] = []
-    if status in ("ok", "prevented"):
-        # A prevented run is judged like a finished one, on the state before the prevented
-        # step: the model's trace ends there too, so the logs must agree up to it.
-        final_leader = finish.get("leader") or (finish.get("isr") or [None])[0]
-        lead_log = {o: r for o, _e, r in logs.get(final_leader or "", [])}
-        for rec, d in deliveries.items():
-            if d["status"] == "acked" and lead_log.get(d["offset"]) != rec:
-                lost.append(rec)
-        outcomes = []
-        if finish.get("leader") is None:
-            outcomes.append("offline")
-        outcomes += [f"broker_halted:{n}" for n in finish.get("halted", [])]
-        pj = judged.to_json()
-        predicted_leo = [
-            {n: r.leo for n, r in zip(scenario.brokers, s.state.replicas, strict=True)}
-            for s in judged.steps[1:]
-        ]
-        verdict, diff = check(
-            predicted,
-            observed if not observed.empty else predicted.iloc[0:0],
-            lost,
-            pj["lost_acked"],
-            pj["divergent_offsets"],
-            version.epoch_on_disk,
-            predicted_leo,
-            [o.leo for o in observations],
-            outcomes,
-        )
-        if version.epoch_on_disk:
-            final = judged.steps[-1].state.replicas
-            verdict.epoch_checkpoints = {
-                n: {
-                    "predicted": [list(e) for e in r.epochs],
-                    "observed": [list(e) for e in epoch_files.get(n, [])],
-                }
-                for n, r in zip(scenario.brokers, final, strict=True)
-            }
-        realised = step_hws(judged)
-        judge_hw(
-            verdict, list(scenario.brokers), realised, observations, controller_view(judged)
-        )
-        verdict.hw["scenario_hw"] = predicted_hws(prediction)
-        verdict.hw["as_played_differs"] = differences(prediction, judged)
-        verdict.consumer = _consumer(judged, observations, reads, lead_log, verdict)
-        if sorted(outcomes) != sorted(pj["outcomes"]):
-            verdict.model_match = False
-            verdict.verdict = "model_mismatch"
-        if stop_at is not None:
-            verdict.prevented_step, verdict.prevented_reason = stop_at
-            verdict.harness_note = harness_note
-            if verdict.model_match:
-                verdict.verdict = "prevented"
-        diff.to_parquet(folder / "diff.parquet")
-    info = results.RunInfo(
-        run_id=run_id,
-        scenario=scenario.name,
-        version=version.name,
-        protocol=version.generation,
-        backend=backend,
-        acks=scenario.acks,
-        min_insync=scenario.min_insync,
-        unclean=scenario.unclean,
-        rf=scenario.rf,
-        records=scenario.records_per_produce,
-        verdict=verdict.verdict if verdict else status,
-        model_match=bool(verdict and verdict.model_match),
-        lost_acked=verdict.lost_acked if verdict else [],
-        divergent_offsets=verdict.divergent_offsets if verdict else [],
-        outcomes=verdict.outcomes if verdict else [],
-        prevented=_prevented_doc(scenario, stop_at, status == "prevented", harness_note),
-        extra={
-            "seconds": round(elapsed, 2),
-            "failure": failure,
-            "deliveries": deliveries,
-            "final": {k: v for k, v in finish.items() if k != "deliveries"},
-            "hw": verdict.hw if verdict else _hw_so_far(judged, observations),
-            "file_writes": file_writes,
-            "consumer": {
-                k: v
-                for k, v in (verdict.consumer if verdict else {}).items()
-                if k in ("summary", "observed", "predicted", "anomalies_as_predicted")
-            },
-        },
-    )
-    observed_writes = [
-        {
-            "run_id": run_id,
-            "source": "observed",
-            "record": r,
-            "status": d["status"],
-            "offset": d["offset"],
-            "acked": d["status"] == "acked",
-            "lost": r in lost,
-            "lost_step": -1,
-            "lost_event": "",
-        }
-        for r, d in deliveries.items()
-    ]
-    writes = judged.write_rows(run_id) + (observed_writes if verdict is not None else [])
-    # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
-    # intermediate state, not something to diff against the prediction of the whole run.
-    observed_rows = _observed_rows(run_id, logs) if verdict is not None else []
-    replicas = judged.replica_rows(run_id) + observed_rows
-    results.write_run(folder, info, replicas, writes, _step_rows(prediction, run_id, observations))
-    verdict_doc = {
-        **asdict(info),
-        "verdict_detail": asdict(verdict) if verdict else None,
-        "run_folder": str(folder),
-    }
-    (folder / "verdict.json").write_text(json.dumps(verdict_doc, indent=2, default=str))
-    # Every write the harness made into a broker's files, with its source (observed | fault):
-    # no value in it comes from the model.
-    (folder / "writes.json").write_text(json.dumps(file_writes, indent=2))
-    (folder / "reads.json").write_text(json.dumps(reads, indent=2))
-    (folder / "observations.json").write_text(
-        json.dumps([asdict(o) for o in observations], indent=2)
-    )
-    write_report(
-        folder / "report.html", scenario, version, prediction, logs, observations, info, verdict
-    )
-    if status != "ok" or not (workdir / "KEEP").exists():
-        shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
-    return info, prediction, verdict
-
-
-def _hw_so_far(judged: RunResult, observations: list[Observation]) -> dict[str, Any]:
-    """A run that stopped (a fence not reached): the HW check of the steps it did play.
-
-    A broker that went elsewhere than the model is then named at the step where its HW
-    first differed, not only by the fence that timed out later.
-    """
-    if not observations:
-        return {}
-    names = list(judged.config.brokers)
-    return hw_check(names, step_hws(judged), observations, controller_view(judged)).to_json()
-
-
-def _consumer(
-    prediction: RunResult,
-    observations: list[Observation],
-    reads: list[dict[str, Any]],
-    lead_log: dict[int, str],
-    verdict: Verdict,
-) -> dict[str, Any]:
-    """The consumer oracle's verdict (harness.checker.consumer); ``prediction`` as played."""
-    names = list(prediction.config.brokers)
-    final = prediction.steps[-1].state
-    lead = final.controller.leader
-    predicted_log = (
-        {o: e.record for o, e in enumerate(final.replicas[lead].log)}
-        if 0 <= lead < len(names)
-        else {}
-    )
-    leader_hw = {o.step: o.hw.get(o.leader, -1) for o in observations if o.leader}
-    return consumer_verdict(
-        names,
-        [x.state for x in prediction.steps[1:]],
-        reads,
-        lead_log,
-        predicted_log,
-        leader_hw,
-        verdict.lost_acked,
-        verdict.predicted_lost_acked,
-    )
-
-
-def _step_rows(
-    prediction: RunResult, run_id: str, observations: list[Observation]
-) -> list[dict[str, Any]]:
-    """The model's state per step and replica, with the observed and realised HW beside it."""
-    names = list(prediction.config.brokers)
-    realised = realised_hws(prediction)
-    seen = {o.step: o.hw for o in observations}
-    rows = prediction.step_rows(run_id)
-    for row in rows:
-        k, i = int(row["step"]), names.index(row["replica"])
-        row["observed_hw"] = seen.get(k, {}).get(row["replica"], -1)
-        row["realised_hw"] = realised[k - 1][i] if 1 <= k <= len(realised) else row["hw"]
-    return rows
+        record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+    record.timings["total"] = time.perf_counter() - t0
+    return record
 
 
 def predicted_prevention(prediction: RunResult) -> tuple[int, str] | None:
     """The step the model says this version makes impossible, and why (None: none).
 
     ``RunResult.prevented`` (issue 9): 1-based step index and a one-line reason naming the
-    Kafka change and broker method. Read with ``getattr`` so the harness runs against a model
-    that predates the field.
+    Kafka change and broker method.
     """
-    value = getattr(prediction, "prevented", None)
+    value = prediction.prevented
     if value is None:
         return None
     step, reason = value
@@ -372,38 +163,14 @@ def predicted_prevention(prediction: RunResult) -> tuple[int, str] | None:
 def _harness_note(book: Playbook, k: int, ev: Event, reason: str) -> str:
     """What the harness saw of a prevention the model predicted, for the run folder.
 
-    A playbook that can cheaply check that the broker really refuses the step (for example:
-    cut the follower off and see the ISR does not shrink within the lag time) offers
-    ``check_prevented(k, event, reason) -> str``; otherwise the harness only stopped there.
+    Where it can cheaply (for example: cut the follower off and see the ISR does not shrink
+    within the lag time), the playbook checks that the broker really refuses the step
+    (:meth:`Playbook.check_prevented`); otherwise it says the harness only stopped there.
     """
-    check = getattr(book, "check_prevented", None)
-    if check is None:
-        return (
-            f"not played: the model predicts step {k} prevented on {book.version.name}; "
-            "the harness stopped before it (the broker's refusal not checked)"
-        )
     try:
-        return str(check(k, ev, reason))
+        return book.check_prevented(k, ev, reason)
     except (FenceTimeout, StepPrevented) as exc:
         return f"the broker check of the prevention did not conclude: {exc}"
-
-
-def _prevented_doc(
-    scenario: Scenario, stop_at: tuple[int, str] | None, reached: bool, harness_note: str
-) -> dict[str, Any] | None:
-    """``prevented`` of run.json/verdict.json: the model's prediction and what the run did."""
-    if stop_at is None:
-        return None
-    k, reason = stop_at
-    return {
-        "step": k,
-        "event": scenario.steps[k - 1].describe(scenario.brokers)
-        if 1 <= k <= len(scenario.steps)
-        else "",
-        "reason": reason,
-        "reached": reached,
-        "harness_note": harness_note,
-    }
 
 
 def _epoch_checkpoint(cluster: Cluster, name: str) -> list[tuple[int, int]]:
@@ -415,23 +182,12 @@ def _epoch_checkpoint(cluster: Cluster, name: str) -> list[tuple[int, int]]:
         return [(-1, -1)]
 
 
-def _copy_broker_logs(workdir: Path, dest: Path, names: list[str]) -> None:
+def _copy_broker_logs(workdir: Path, dest: Path, names: list[str]) -> list[str]:
+    """Copy every node's logs out of the cluster folder; returns the copies, run-relative."""
+    copied = []
     for name in ["zookeeper", "controller", SPARE_CONTROLLER, *names]:
         src = workdir / name / "logs"
         if src.is_dir():
             shutil.copytree(src, dest / name, dirs_exist_ok=True)
-
-
-def run_on_brokers(
-    scenario: Scenario, version_name: str, backend: str, folder: Path, run_id: str
-) -> bool:
-    """Matrix entry point: play one cell; True when the run reached a verdict."""
-    info, _, _ = play(
-        scenario,
-        resolve_version(version_name),
-        backend,
-        folder,
-        run_id,
-        progress=lambda m: print(f"  {m}", file=sys.stderr),
-    )
-    return info.verdict in ("match", "prevented", "model_mismatch", "step_prevented")
+            copied.append(f"{dest.name}/{name}")
+    return copied

@@ -18,8 +18,8 @@ from harness.checker.diff import Verdict
 from harness.checker.hw import judge_hw
 from harness.checker.realised import realised_hws
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 from tests.system.test_brokers import require
 
 pytestmark = pytest.mark.broker
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.broker
 def test_kip101_scenario1_hw_per_step_and_mutation(version: str, tmp_path: Path) -> None:
     require(version)
     sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
-    info, prediction, verdict = play(
+    info, prediction, verdict, _record = trial(
         sc, resolve_version(version), "local", tmp_path / "run", "hw", progress=lambda m: None
     )
     assert verdict is not None, info.extra.get("failure")

@@ -124,7 +124,7 @@ class FetchSteps(Settling):
         (the divergent outcomes KIP-279 fixed), or a pre-0.11 version, which truncates only
         while processing LeaderAndIsr, before its fetcher starts.
         """
-        self._lai_settled(name)
+        self._settled(name)
         lead = self.leader()
         if lead is None or lead in self.down or lead == name:
             return

@@ -17,7 +17,7 @@ import time
 
 from harness.client.producer import Delivery, Producer
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
-from harness.db.runtime.netns import CLIENT
+from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
@@ -179,7 +179,6 @@ class ProduceSteps(Settling):
         )
 
     def _failed(self, record: str, why: str) -> None:
-
         d = Delivery(record)
         d.status, d.error = "failed", why
         self.producer.deliveries[record] = d

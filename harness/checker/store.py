@@ -39,9 +39,7 @@ def write_inputs(folder: Path, scenario: Scenario, prediction: RunResult) -> Non
     (folder / "model.json").write_text(json.dumps(prediction.to_json(), indent=2))
 
 
-def run_info(
-    record: RunRecord, verdict: Verdict | None, prediction: RunResult
-) -> results.RunInfo:
+def run_info(record: RunRecord, verdict: Verdict | None, prediction: RunResult) -> results.RunInfo:
     """``run.json``: the run's identity, its settings and its verdict."""
     scenario, version = record.scenario, record.version
     return results.RunInfo(
@@ -66,6 +64,7 @@ def run_info(
             "failure": record.failure,
             "deliveries": record.deliveries,
             "final": record.final,
+            "timings": record.phases,
             "hw": verdict.hw if verdict else hw_so_far(prediction, record),
             "file_writes": record.file_writes,
             "consumer": {
@@ -75,6 +74,17 @@ def run_info(
             },
         },
     )
+
+
+def timed_steps(prediction: RunResult, record: RunRecord) -> list[dict[str, Any]]:
+    """The model trace's rows, each with the wall seconds its step took on the brokers
+    (``seconds``; None for step 0 and for steps not played)."""
+    played = {p["name"]: p["seconds"] for p in record.phases.get("phases", [])}
+    rows = prediction.step_rows(record.run_id)
+    for row in rows:
+        secs = played.get(f"step {row['step']}")
+        row["seconds"] = None if secs is None else round(float(secs), 3)
+    return rows
 
 
 def write_outcome(
@@ -108,7 +118,13 @@ def write_outcome(
     # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
     # intermediate state, not something to diff against the prediction of the whole run.
     replicas = prediction.replica_rows(run_id) + (observed_rows(record) if verdict else [])
-    results.write_run(folder, info, replicas, writes, step_rows(written, prediction, record))
+    results.write_run(
+        folder,
+        info,
+        replicas,
+        writes,
+        step_hw_columns(timed_steps(written, record), prediction, record),
+    )
     verdict_doc = {
         **asdict(info),
         **two_verdicts(info).to_json(),  # agreement and safety, kept apart
@@ -139,13 +155,14 @@ def write_outcome(
     return info
 
 
-def step_rows(written: RunResult, played: RunResult, record: RunRecord) -> list[dict[str, Any]]:
-    """The scenario's model state per step and replica, with the observed HW (each broker's
-    checkpoint) and the as-played model's HW beside it (``steps.parquet``)."""
-    names = list(written.config.brokers)
+def step_hw_columns(
+    rows: list[dict[str, Any]], played: RunResult, record: RunRecord
+) -> list[dict[str, Any]]:
+    """``steps.parquet`` rows with the observed HW (each broker's checkpoint) and the
+    as-played model's HW beside the scenario's model state."""
+    names = list(played.config.brokers)
     hws = step_hws(played)
     seen = {o.step: o.hw for o in record.observations}
-    rows = written.step_rows(record.run_id)
     for row in rows:
         k, i = int(row["step"]), names.index(row["replica"])
         row["observed_hw"] = seen.get(k, {}).get(row["replica"], -1)

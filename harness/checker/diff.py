@@ -38,6 +38,9 @@ class Verdict:
     prevented_step: int | None = None
     prevented_reason: str = ""
     harness_note: str = ""
+    # Brokers that exited on their own (harness.generator.playbook.halts.Halt.to_json): the
+    # step each was seen at, its fatal log line, the model's step of it (None: unpredicted).
+    halts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def checkpoint_mismatches(self) -> list[str]:

@@ -212,6 +212,17 @@ def play(
         if sorted(outcomes) != sorted(pj["outcomes"]):
             verdict.model_match = False
             verdict.verdict = "model_mismatch"
+        verdict.halts = list(finish.get("halts", []))
+        unpredicted = [h for h in verdict.halts if not h["predicted"]]
+        if unpredicted:
+            # A broker that stopped itself where the model has it running is a diff, named
+            # by the step it was seen at and the broker's own fatal line.
+            verdict.model_match = False
+            verdict.verdict = "model_mismatch"
+            verdict.reason = "; ".join(
+                f"step {h['step']}: {h['broker']} exited, not predicted: {h['line']}"
+                for h in unpredicted
+            )
         if stop_at is not None:
             verdict.prevented_step, verdict.prevented_reason = stop_at
             verdict.harness_note = harness_note

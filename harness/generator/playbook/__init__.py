@@ -125,9 +125,12 @@ class Playbook(
         notes: list[str] = []
         cfg = self.prediction.config
         self._model_step = k - 1
+        # An exit since the last step ended happened from the state after step k - 1.
+        notes += [h.describe() for h in self.note_exits(k - 1)]
         for e in expand(cfg, before, ev, self.scenario.records_per_produce):
             self._sync_sessions()
             notes.append(self._apply(k, e) or "")
+            notes += [h.describe() for h in self.note_exits(k)]
         self._model_step = k
         self._sync_sessions()
         text = ev.describe(cfg.brokers)
@@ -138,6 +141,11 @@ class Playbook(
             f"epoch={obs.leader_epoch} leo={obs.leo}"
         )
         return obs
+
+    def finish(self) -> dict[str, Any]:
+        """What the run left (PlaybookState.finish), with any exit after the last step."""
+        self.note_exits(len(self.scenario.steps))
+        return super().finish()
 
     def _apply(self, k: int, ev: Event) -> str:
         name = self.names[ev.replica] if ev.replica >= 0 else ""

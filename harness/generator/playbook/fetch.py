@@ -13,12 +13,17 @@ of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's o
 
 from __future__ import annotations
 
+import re
 import time
 
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.readback.log4j import read_rotated
 from reference_model.events import Event
+
+# ReplicaFetcherThread.processPartitionData at TRACE (0.10: "Follower 2 set replica high
+# watermark for partition hwchaos-0 to 1"; 2.x on: "Follower set replica high watermark ...").
+HW_TRACED = re.compile(r"set replica high watermark for partition \S+ to (\d+)")
 
 
 class FetchSteps(Settling):
@@ -35,10 +40,12 @@ class FetchSteps(Settling):
             return self.fetch_while_cut(k, name)
         self._wake_leader()
         before = self._truncations(name)
+        hw_lines = len(self._traced_hws(name))
         self._release(name)
         try:
             self._caught_up(name, before, k)
-            note = self._isr_joined(k, name)
+            note = self._hw_learned(k, name, hw_lines)
+            note = "; ".join(n for n in (note, self._isr_joined(k, name)) if n)
         finally:
             self._hold(name)
         return note
@@ -74,6 +81,8 @@ class FetchSteps(Settling):
             # The truncation count is read before the logs, and a divergent-but-equal-length
             # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
             # cuts the log and fetches on, so one read can fall between the two.
+            if self.gone(name):
+                return True  # it exited (a halt): the step records it, nothing to wait for
             truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
@@ -92,6 +101,8 @@ class FetchSteps(Settling):
             return stable[0] >= 2
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
+        if self.gone(name):
+            return
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
         # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
@@ -118,6 +129,35 @@ class FetchSteps(Settling):
         ):
             self.poll_producers()  # bounded: drains reports for what the HW now covers
 
+    def _traced_hws(self, name: str) -> list[int]:
+        """The HWs the follower's fetch rounds set, as its TRACE log says (before 0.11)."""
+        return [int(x) for x in HW_TRACED.findall(read_rotated(self.cluster.broker_log(name)))]
+
+    def _hw_learned(self, k: int, name: str, lines_before: int) -> str:
+        """Fence, before 0.11: the follower holds the HW the model gives it after step k.
+
+        Its log can already equal the leader's (nothing to copy) while the fetch that
+        carries the leader's new HW has not come back yet; before 0.11 a restart truncates
+        to that HW, so pausing the follower first would change the outcome. The harness
+        traces the follower's fetcher on these versions (harness.db.local); a backend
+        without the trace lines gets a note instead of a wait.
+        """
+        if self.version.epoch_on_disk or self.gone(name):
+            return ""
+        want = self.prediction.steps[k].state.replicas[self.names.index(name)].hw
+        have = self.prediction.steps[k - 1].state.replicas[self.names.index(name)].hw
+        if want <= have:
+            return ""
+        if not getattr(self.cluster, "traces_follower_hw", False):
+            return f"{name}'s HW not traced on this backend: its HW {want} not fenced"
+
+        def learned() -> bool:
+            new = self._traced_hws(name)[lines_before:]
+            return bool(new) and max(new) >= want
+
+        wait_until(learned, f"{name} to learn HW {want}", self.timeout, self._seen)
+        return ""
+
     def _isr_joined(self, k: int, name: str) -> str:
         """Fence: a follower the model puts back into the ISR is back in the controller's.
 
@@ -128,7 +168,7 @@ class FetchSteps(Settling):
         """
         want = self.prediction.steps[k].state.controller.isr
         bid = self.ids[name]
-        if self.names.index(name) not in want or bid in self.view().isr:
+        if self.names.index(name) not in want or bid in self.view().isr or self.gone(name):
             return ""
         try:
             wait_until(lambda: bid in self.view().isr, f"{name} to rejoin the ISR", 10.0)
@@ -160,6 +200,8 @@ class FetchSteps(Settling):
         bid = self.ids[name]
 
         def done() -> bool:
+            if self.gone(name):
+                return True  # it exited (a halt): the step records it
             if [r for _o, _e, r in self.log(name)] != want:
                 return False
             if fenced:

@@ -17,8 +17,8 @@ import re
 import time
 
 from harness.db import PARTITION, TOPIC
-from harness.generator.playbook.cuts import CutLinks
 from harness.generator.playbook.fences import wait_until
+from harness.generator.playbook.halts import HaltWatch
 from harness.nemesis import faults as nemesis
 from harness.readback.log4j import read_rotated
 
@@ -38,7 +38,7 @@ LAI_SENT_PARTITION = re.compile(
 )
 
 
-class Settling(CutLinks):
+class Settling(HaltWatch):
     """Pausing, session keeping, and the LeaderAndIsr / metadata fences."""
 
     def _hold(self, name: str) -> None:
@@ -186,7 +186,7 @@ class Settling(CutLinks):
             )
             return
         wait_until(
-            lambda: self._lai_pending(name) <= 0,
+            lambda: self._lai_pending(name) <= 0 or self.gone(name),
             f"{name} to process the LeaderAndIsr requests sent to it",
             self.timeout,
             self._seen,

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.db import images
-from harness.db.daemon import ensure_daemon
-from harness.db.local import find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime import images
+from harness.db.runtime.daemon import ensure_daemon
 from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 

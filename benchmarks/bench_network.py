@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.nemesis.network import RunNetwork, network_available, reap_leftovers
+from harness.db.runtime.netns import RunNetwork, network_available, reap_leftovers
 
 SERVER = textwrap.dedent(
     """
@@ -75,8 +75,8 @@ def isr_cycle(version: str, lag_ms: int) -> tuple[float, float, float]:
     from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
     from harness.db import TopicSpec
-    from harness.db.local import LocalCluster
-    from harness.db.versions import resolve_version
+    from harness.db.catalogue.versions import resolve_version
+    from harness.db.runtime.local import LocalCluster
     from harness.nemesis import faults
 
     work = Path(tempfile.mkdtemp(prefix="hwchaos-netbench-"))

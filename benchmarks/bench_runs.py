@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyarrow.parquet as pq
 
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 

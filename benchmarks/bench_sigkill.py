@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.db.process import jvms_under  # noqa: E402
+from harness.db.runtime.process import jvms_under  # noqa: E402
 
 
 def time_until_gone(path: Path, limit: float = 10.0) -> float:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.db.reaper import RUN_LABEL
+from harness.db.runtime.reaper import RUN_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.checker.diff import Verdict
 from harness.checker.results import RunInfo
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.versions import KafkaVersion
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
 

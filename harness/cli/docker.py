@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--all", action="store_true", help="also those of live runs")
     args = p.parse_args(argv)
 
-    from harness.db.daemon import docker_available, ensure_daemon
+    from harness.db.runtime.daemon import docker_available, ensure_daemon
 
     if args.action == "up":
         reason = ensure_daemon()
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hwchaos docker: {reason}", file=sys.stderr)
         return 2
     import docker
-    from harness.db.reaper import RUN_LABEL, reap
+    from harness.db.runtime.reaper import RUN_LABEL, reap
 
     client = docker.from_env()  # type: ignore[attr-defined]
     if args.action == "reap":

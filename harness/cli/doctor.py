@@ -20,8 +20,8 @@ import sys
 from dataclasses import asdict, dataclass
 
 from harness.db import BrokerUnavailable, kafka_dists
-from harness.db.dists import cache_dir, java_major, java_need
-from harness.db.versions import CATALOGUE
+from harness.db.catalogue.dists import cache_dir, java_major, java_need
+from harness.db.catalogue.versions import CATALOGUE
 
 
 @dataclass
@@ -53,7 +53,7 @@ def check_java() -> Check:
 
 
 def check_trees() -> list[Check]:
-    from harness.db.local import find_tree
+    from harness.db.catalogue.dists import find_tree
 
     rows = []
     dists = kafka_dists()
@@ -77,7 +77,7 @@ def check_trees() -> list[Check]:
 
 
 def check_docker() -> Check:
-    from harness.db.containers import docker_available
+    from harness.db.runtime.docker import docker_available
 
     reason = docker_available()
     if reason is None:

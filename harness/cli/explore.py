@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 
 from harness import native
-from harness.db.versions import KafkaVersion, resolve_version
+from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.generator import confirm
 from reference_model.explorer import Bounds, Reductions, counterexample_scenario, explore
 from reference_model.generations import generation
@@ -204,7 +204,7 @@ def _confirm(
         print(line, file=sys.stderr, flush=True)
 
     if args.backend == "local":
-        from harness.db.local import kill_leftovers
+        from harness.db.runtime.local import kill_leftovers
 
         # A confirm that was itself killed leaves its JVMs; their pids are in pids.json.
         stale = sum(kill_leftovers(p.parent) for p in runs.parent.glob("*/*/cluster/pids.json"))

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.db.versions import CATALOGUE, resolve_version
+from harness.db.catalogue.versions import CATALOGUE, resolve_version
 
 
 def _say(msg: str) -> None:
@@ -35,13 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("ls", help="list hwchaos images with their source and input hash")
     args = p.parse_args(argv)
 
-    from harness.db.daemon import docker_available
+    from harness.db.runtime.daemon import docker_available
 
     reason = docker_available()
     if reason is not None:
         print(f"hwchaos image: {reason} (try `hwchaos docker up`)", file=sys.stderr)
         return 2
-    from harness.db import images
+    from harness.db.runtime import images
 
     if args.action == "ls":
         return _ls()
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _ls() -> int:
     import docker
-    from harness.db.images import INPUTS_LABEL, SOURCE_LABEL
+    from harness.db.runtime.images import INPUTS_LABEL, SOURCE_LABEL
 
     client = docker.from_env()  # type: ignore[attr-defined]
     for img in client.images.list():

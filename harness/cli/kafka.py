@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from harness.db import kafka_dists
-from harness.db.dists import (
+from harness.db.catalogue.dists import (
     PINNED_SHA512,
     InstallError,
     cache_dir,
@@ -22,7 +22,7 @@ from harness.db.dists import (
     mirror,
     tarball_name,
 )
-from harness.db.versions import CATALOGUE
+from harness.db.catalogue.versions import CATALOGUE
 
 
 def main(argv: list[str] | None = None) -> int:

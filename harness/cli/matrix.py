@@ -20,7 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.checker import results
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.generations import GENERATIONS, generation
 from reference_model.profiles import FORMS

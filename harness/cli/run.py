@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from harness.db import BrokerUnavailable
-from harness.db.versions import CATALOGUE, resolve_version
+from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         acks=args.acks, min_insync=args.min_insync, unclean=args.unclean, records=args.records
     )
     if args.backend == "local":
-        from harness.db.local import kill_leftovers
+        from harness.db.runtime.local import kill_leftovers
 
         # A harness that was itself killed leaves its JVMs; their pids are in pids.json.
         stale = sum(kill_leftovers(p.parent) for p in out_dir.glob("*/cluster/pids.json"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.db import PARTITION, TOPIC
+from harness.db.names import PARTITION, TOPIC
 
 
 @dataclass

@@ -8,10 +8,10 @@ Two axes, composed rather than multiplied (as Jepsen's ``db/kafka.clj`` and
   (``containers.py``). It implements the node capabilities: :meth:`Cluster.launch`,
   :meth:`Cluster.run_tool`, :meth:`Cluster.signal`, :meth:`Cluster.is_running`,
   :meth:`Cluster.wait_exit`, and where files and peers are.
-- the **mode** (ZooKeeper or KRaft) is a :class:`harness.db.modes.Mode` the cluster holds:
+- the **mode** (ZooKeeper or KRaft) is a :class:`harness.db.mode.Mode` the cluster holds:
   which nodes exist besides the scenario's brokers, their configuration, how the cluster
   starts, how a topic is created, how the controller's decisions are read
-  (:class:`harness.metadata.MetadataView`) and how a dead broker is declared dead.
+  (:class:`harness.db.mode.view.MetadataView`) and how a dead broker is declared dead.
 
 The nemesis, client, generator and checker only talk to :class:`Cluster`, so a scenario plays
 the same way on every combination. Names are the scenario's broker names (``A``, ``B``...);
@@ -29,15 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from harness.db.modes import Mode
-    from harness.db.versions import KafkaVersion
-    from harness.metadata import MetadataView
-    from harness.nemesis.network import Partitions
+from harness.db.names import PARTITION, TOPIC
 
-CONTROLLER = "controller"
-TOPIC = "hwchaos"
-PARTITION = 0
+if TYPE_CHECKING:
+    from harness.db.catalogue.versions import KafkaVersion
+    from harness.db.mode import Mode
+    from harness.db.mode.view import MetadataView
+    from harness.db.runtime.netns import Partitions
 
 DEFAULT_DISTS = Path("/opt/kafka-dists")
 

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.versions import KafkaVersion
 from reference_model.explore_invariants import judged_violations
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
@@ -82,10 +82,10 @@ def unavailable(version: KafkaVersion, backend: str) -> str | None:
     builds a missing image itself, as ``hwchaos run`` does.
     """
     if backend == "docker":
-        from harness.db.containers import docker_available
+        from harness.db.runtime.docker import docker_available
 
         return docker_available()
-    from harness.db.local import local_unavailable
+    from harness.db.runtime.local import local_unavailable
 
     return local_unavailable(version)
 

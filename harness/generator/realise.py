@@ -8,7 +8,7 @@ and write that down in the step's notes as ``realised: <how>`` (ISSUE9 "two ways
 a fault"). This module decides, before the cluster starts, what those steps need from the
 run (:func:`needs`, :func:`configure`, :func:`network_unavailable`):
 
-- ``partition``/``heal``: one iptables DROP per directed link (harness.nemesis.network).
+- ``partition``/``heal``: one iptables DROP per directed link (harness.db.runtime.netns).
   ``controller`` is the controller broker in ZooKeeper mode and every controller of the
   quorum in KRaft; ``zookeeper`` is ZooKeeper (KRaft: the quorum again, which holds the
   sessions); ``client`` is the harness's own clients.
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.db import Cluster
+from harness.db.runtime.netns import network_available
 from reference_model.events import ZOOKEEPER_NODE
 from reference_model.scenario import Scenario
 
@@ -138,7 +139,6 @@ def network_unavailable(cluster: Cluster, want: NetworkNeeds) -> str | None:
     """One line saying why a started cluster cannot realise the scenario's cuts, else None."""
     if not want.network or cluster.network is not None:
         return None
-    from harness.nemesis.network import network_available
 
     reason = network_available() or "this backend has no partition capability here"
     return f"needs network partitions ({'; '.join(want.why[:2])}): {reason}"

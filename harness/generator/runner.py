@@ -23,9 +23,12 @@ import yaml
 from harness.checker import results
 from harness.checker.diff import Verdict, check
 from harness.checker.report import write_report
-from harness.db import Cluster, ClusterError
-from harness.db.modes import SPARE_CONTROLLER
-from harness.db.versions import KafkaVersion, resolve_version
+from harness.db import BrokerUnavailable, Cluster, ClusterError
+from harness.db.catalogue.versions import KafkaVersion, resolve_version
+from harness.db.mode.base import SPARE_CONTROLLER
+from harness.db.runtime.docker import DockerCluster, docker_available
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.netns import network_available
 from harness.generator.playbook import Playbook
 from harness.generator.playbook.fences import FenceTimeout, Observation, StepPrevented
 from harness.generator.realise import configure, needs, network_unavailable
@@ -54,24 +57,14 @@ def make_cluster(
     if controllers != 1 and version.mode != "kraft":
         raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
     if backend == "local":
-        from harness.db.local import LocalCluster
-
         if network:
-            from harness.nemesis.network import network_available
-
             reason = network_available()
             if reason is not None:
-                from harness.db import BrokerUnavailable
-
                 raise BrokerUnavailable(f"the scenario needs network partitions: {reason}")
         return LocalCluster(version, names, workdir, controllers=controllers, network=network)
     if backend == "docker":
-        from harness.db.containers import DockerCluster, docker_available
-
         reason = docker_available()
         if reason is not None:
-            from harness.db import BrokerUnavailable
-
             raise BrokerUnavailable(reason)
         cluster: Cluster = DockerCluster(version, names, workdir, run_id, controllers=controllers)
         return cluster
@@ -134,8 +127,6 @@ def play(
         progress(f"cluster up in {time.perf_counter() - t0:.1f}s")
         missing = network_unavailable(cluster, want)
         if missing is not None:
-            from harness.db import BrokerUnavailable
-
             raise BrokerUnavailable(missing)
         book = Playbook(cluster, scenario, version, prediction, progress=progress)
         try:

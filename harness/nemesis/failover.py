@@ -32,6 +32,9 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.db import Cluster
+from harness.db.mode import ZooKeeperMode
+from harness.db.mode.zk_view import ZkView
+from harness.db.runtime.ports import free_port
 from harness.nemesis import faults
 from reference_model.run import RunResult
 
@@ -60,8 +63,6 @@ def prepare(cluster: Cluster, prediction: RunResult) -> bool:
 
     Call before the cluster starts. True when a spare was added.
     """
-    from harness.db.local import free_port
-    from harness.db.modes import ZooKeeperMode
 
     if not isinstance(cluster.mode, ZooKeeperMode) or not unnoticed_restarts(prediction):
         return False
@@ -70,7 +71,6 @@ def prepare(cluster: Cluster, prediction: RunResult) -> bool:
 
 
 def has_spare(cluster: Cluster) -> bool:
-    from harness.db.modes import ZooKeeperMode
 
     return isinstance(cluster.mode, ZooKeeperMode) and cluster.mode.spare is not None
 
@@ -79,7 +79,6 @@ class ControllerFailover:
     """Freeze, fail over and restore the controller brokers of one ZooKeeper-mode cluster."""
 
     def __init__(self, cluster: Cluster, wait: Wait, timeout: float = 45.0) -> None:
-        from harness.db.modes import ZooKeeperMode
 
         if not isinstance(cluster.mode, ZooKeeperMode) or cluster.mode.spare is None:
             raise ValueError("controller failover needs a ZooKeeper-mode cluster with a spare")
@@ -92,7 +91,6 @@ class ControllerFailover:
     # ------------------------------------------------------------------ observing
 
     def _zk(self) -> Any:
-        from harness.metadata.zk import ZkView
 
         return ZkView(self.mode.zk_connect(self.cluster))
 

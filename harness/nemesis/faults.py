@@ -9,7 +9,7 @@
   hwchaos clusters; see kafka_config).
 - clean stop, restart, pause/resume (SIGSTOP/SIGCONT).
 - network partition of chosen links between brokers, controller, ZooKeeper and the
-  harness's clients, one way or both, and heal (harness.nemesis.network: the local backend
+  harness's clients, one way or both, and heal (harness.db.runtime.netns: the local backend
   started with ``network=True`` runs each JVM in its own namespace; root only). Without a
   run network :func:`partition` raises NotSupported with the reason in one line.
 """
@@ -20,8 +20,10 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.db import PARTITION, TOPIC, Cluster, ClusterError
-from harness.nemesis.network import CLIENT, Direction, Partitions, network_available
+from harness.db import Cluster, ClusterError
+from harness.db.names import PARTITION, TOPIC
+from harness.db.runtime.netns import CLIENT, Direction, Partitions, network_available
+from harness.db.runtime.process import stopped
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment
 
@@ -52,8 +54,6 @@ def pause(cluster: Cluster, name: str, timeout: float = 10.0) -> None:
     loaded machine), behind the scenario's back.
     """
     from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
-
-    from harness.db.process import stopped
 
     cluster.signal(name, signal.SIGSTOP)
     pid = cluster.host_pid(name)

@@ -31,8 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.replay.parse import BrokerLogs, Fact
+from harness.db.catalogue.versions import CATALOGUE
+from harness.replay.parse import BrokerLogs, Fact, ReplayError
 from reference_model.events import Event
+from reference_model.generations import generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER
@@ -101,7 +103,6 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
     Tries the version profiles (``3.4.0``, ``3.5.1-kraft``, ``2.8.2-ibp0.10``) and falls back
     to the era aliases (``hw``, ``kip101``, ``kip279``, ``kip320``).
     """
-    from harness.db.versions import CATALOGUE
 
     rel = _number(release)
     names = []
@@ -115,8 +116,6 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
         if n in CATALOGUE:
             return n, CATALOGUE[n].generation
     try:
-        from reference_model.generations import generation
-
         for n in names:
             try:
                 generation(n)
@@ -131,7 +130,6 @@ def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
 
 def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> VersionInfo:
     """The Kafka version the logs were written by, and the model generation for it."""
-    from harness.db.versions import CATALOGUE
 
     if override:
         if override in CATALOGUE:
@@ -252,8 +250,6 @@ def reconstruct(
         {f.broker for f in facts if f.kind in _PARTITION_KINDS and f.kind != "isr_change"}
     )
     if not replicas:
-        from harness.replay.parse import ReplayError
-
         raise ReplayError("no broker log mentions the partition: wrong --topic/--partition?")
     amb: list[str] = []
     by_name = {n: i for i, n in names.items()}

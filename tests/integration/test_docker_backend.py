@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
-from harness.db import images, reaper
-from harness.db.containers import docker_available, image_for
-from harness.db.versions import KafkaVersion, resolve_version
+from harness.db.catalogue.versions import KafkaVersion, resolve_version
+from harness.db.runtime import images, reaper
+from harness.db.runtime.docker import docker_available, image_for
 
 DOCKER = Path(__file__).resolve().parents[2] / "docker"
 ROOT = DOCKER.parent
@@ -231,7 +231,7 @@ def _hwchaos_objects(run_id: str | None = None) -> tuple[list[str], list[str]]:
 
 @pytest.fixture
 def cluster(kafka_image_0_10: str, tmp_path: Path) -> Iterator[object]:
-    from harness.db.containers import DockerCluster
+    from harness.db.runtime.docker import DockerCluster
 
     c = DockerCluster(resolve_version("0.10.2.1"), ["A", "B", "C"], tmp_path / "c", "lifecycle")
     try:
@@ -341,8 +341,8 @@ KILLED_HARNESS = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from harness.db.containers import DockerCluster
-    from harness.db.versions import resolve_version
+    from harness.db.runtime.docker import DockerCluster
+    from harness.db.catalogue.versions import resolve_version
     c = DockerCluster(resolve_version("0.10.2.1"), ["A"], Path(sys.argv[1]), "killed")
     c.start()
     print(c.run_id, flush=True)

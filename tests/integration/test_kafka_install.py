@@ -25,9 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.db.dists import InstallError, check_java, install, java_need, normalise_sha512
-from harness.db.local import find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import (
+    InstallError,
+    check_java,
+    find_tree,
+    install,
+    java_need,
+    normalise_sha512,
+)
+from harness.db.catalogue.versions import resolve_version
 
 VERSION = resolve_version("2.1.1")
 DIST = VERSION.dist_name  # kafka_2.11-2.1.1

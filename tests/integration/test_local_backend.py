@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.db import BrokerUnavailable
-from harness.db.local import find_tree, kill_leftovers
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.local import kill_leftovers
 
 
 def test_missing_release_tree_is_one_line(tmp_path: Path) -> None:
@@ -36,7 +37,7 @@ def test_kill_leftovers_ends_processes_of_a_killed_harness(tmp_path: Path) -> No
 def test_free_port_never_hands_out_a_port_twice() -> None:
     """The ports of a cluster are chosen before anything binds them; the kernel may offer a
     just-released port again (a broker and ZooKeeper once got the same one)."""
-    from harness.db.local import free_port
+    from harness.db.runtime.ports import free_port
 
     ports = [free_port() for _ in range(300)]
     assert len(set(ports)) == len(ports)

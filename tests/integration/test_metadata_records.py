@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from harness.db import kafka_dists
-from harness.metadata.kraft import replay
+from harness.db.mode.kraft_view import replay
 from harness.readback.metadata_records import (
     MetadataRecord,
     read_metadata_log,

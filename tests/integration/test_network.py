@@ -21,17 +21,12 @@ import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness.client.producer import Producer
-from harness.db import CONTROLLER, BrokerUnavailable, TopicSpec
-from harness.db.local import LocalCluster, find_tree
-from harness.db.versions import resolve_version
-from harness.generator.playbook.settle import (
-    LAI_DONE,
-    LAI_FINISHED,
-    LAI_SENT_PARTITION,
-    LAI_SENT_REQUEST,
-)
-from harness.nemesis import faults
-from harness.nemesis.network import (
+from harness.db import BrokerUnavailable, TopicSpec
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.names import CONTROLLER
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.netns import (
     CLIENT,
     STATE_DIR,
     LinkCuts,
@@ -40,6 +35,13 @@ from harness.nemesis.network import (
     network_available,
     reap_leftovers,
 )
+from harness.generator.playbook.settle import (
+    LAI_DONE,
+    LAI_FINISHED,
+    LAI_SENT_PARTITION,
+    LAI_SENT_REQUEST,
+)
+from harness.nemesis import faults
 from harness.readback.log4j import read_rotated
 from harness.readback.logformat import read_partition_dir
 
@@ -348,7 +350,7 @@ OWNER = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, sys.argv[2])
-    from harness.nemesis.network import RunNetwork
+    from harness.db.runtime.netns import RunNetwork
     net = RunNetwork(["A", "B", "controller"])
     net.partition("A", ["B", "client"])
     print(net.run, flush=True)

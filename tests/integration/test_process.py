@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
-from harness.db.process import alive, launcher_argv, pdeathsig_supported, spawn
+from harness.db.runtime.process import alive, launcher_argv, pdeathsig_supported, spawn
 
 pytestmark = pytest.mark.skipif(not pdeathsig_supported(), reason="PR_SET_PDEATHSIG is Linux-only")
 
@@ -58,7 +58,7 @@ def test_child_dies_within_a_second_of_a_sigkilled_parent(tmp_path: Path) -> Non
         f"""
         import os, signal, sys, time
         sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
-        from harness.db.process import spawn
+        from harness.db.runtime.process import spawn
         a = spawn(["sleep", "300"])
         b = spawn(["sleep", "300"])
         os.kill(b.pid, signal.SIGSTOP)  # a paused follower must die too
@@ -92,8 +92,8 @@ def test_launcher_refuses_to_start_an_orphan() -> None:
 def test_sigkilled_harness_mid_run_leaves_no_jvm_after_one_second() -> None:
     """Three ``hwchaos run``s on real brokers, each SIGKILLed at a random step."""
     from harness.db import BrokerUnavailable
-    from harness.db.local import find_tree
-    from harness.db.versions import resolve_version
+    from harness.db.catalogue.dists import find_tree
+    from harness.db.catalogue.versions import resolve_version
 
     try:
         find_tree(resolve_version("0.10.2.1"))

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from harness.client.wire import WireError, api_versions
-from harness.db.local import LocalCluster
-from harness.db.process import stopped
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.process import stopped
 from harness.nemesis import faults
+from harness.protocol.wire import WireError, api_versions
 from tests.system.test_brokers import jvms_under, require
 
 

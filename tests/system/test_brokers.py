@@ -18,9 +18,9 @@ import pytest
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness.db import BrokerUnavailable
-from harness.db.containers import docker_available
-from harness.db.local import find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.docker import docker_available
 from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 
@@ -39,7 +39,7 @@ def require(version: str, backend: str = "local") -> None:
         if reason is not None:
             pytest.skip(reason)
         if version not in _IMAGES:
-            from harness.db.images import ImageMissing, ensure_image
+            from harness.db.runtime.images import ImageMissing, ensure_image
 
             try:
                 _IMAGES[version] = ensure_image(resolve_version(version), lambda m: None)

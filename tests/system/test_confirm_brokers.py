@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from harness.db.process import jvms_under
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.process import jvms_under
 from harness.generator.confirm import (
     CLASSIFICATIONS,
     CONFIRMED,

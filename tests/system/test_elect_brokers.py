@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
 from tests.system.test_brokers import jvms_under, require
@@ -109,7 +109,7 @@ def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) ->
 def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) -> None:
     """ElectLeaders UNCLEAN from 2.4 loses m2 as the model says; before 2.4 both prevent it."""
     require(version)
-    from harness.nemesis.network import network_available
+    from harness.db.runtime.netns import network_available
 
     reason = network_available()
     if reason is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.nemesis.failover import unnoticed_restarts
@@ -46,7 +46,7 @@ def test_unnoticed_restarts_follow_the_model() -> None:
 
 def test_a_spare_controller_broker_only_when_the_run_needs_a_failover(tmp_path: Path) -> None:
     """ZooKeeper mode gets the spare (and bootstraps from both); KRaft and plain runs do not."""
-    from harness.db.local import LocalCluster
+    from harness.db.runtime.local import LocalCluster
     from harness.nemesis.failover import has_spare, prepare
 
     require("0.10.2.1")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.db.versions import resolve_version
+from harness.db.catalogue.versions import resolve_version
 from harness.generator import runner
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from reference_model.run import run_scenario

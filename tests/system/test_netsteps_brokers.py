@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from harness.db import BrokerUnavailable
-from harness.db.local import find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.netns import network_available
 from harness.generator.realise import SHORT_LAG_MS, needs
 from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
-from harness.nemesis.network import network_available
 from reference_model.run import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,7 +106,7 @@ def test_network_steps_play_and_match_the_model(
         except BrokerUnavailable as exc:
             pytest.skip(str(exc))
     else:
-        from harness.db.containers import docker_available
+        from harness.db.runtime.docker import docker_available
 
         reason = docker_available()
         if reason is not None:
@@ -227,7 +227,7 @@ def test_without_root_a_network_run_ends_with_one_line(
 ) -> None:
     """A scenario that needs cuts on a machine that cannot make them: BrokerUnavailable with
     the reason in one line, before any JVM starts (``hwchaos run`` prints it; tests skip)."""
-    import harness.nemesis.network as network
+    import harness.db.runtime.netns as network
 
     monkeypatch.setattr(network, "network_available", lambda: "network namespaces need root")
     try:

@@ -14,9 +14,9 @@ import pytest
 from confluent_kafka import Producer
 
 from harness.db import BrokerUnavailable
-from harness.db.local import find_tree
-from harness.db.process import jvms_under
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.process import jvms_under
 from harness.generator.scenarios import SCENARIO_DIR
 from harness.pytest_plugin import HwchaosCluster, HwchaosNemesis, Readback
 
@@ -82,7 +82,7 @@ def test_a_wrong_model_rule_fails_with_the_per_replica_diff(pytester: pytest.Pyt
         textwrap.dedent(
             """
             from dataclasses import replace
-            import harness.db.versions as versions
+            import harness.db.catalogue.versions as versions
 
             versions.CATALOGUE["0.10.2.1"] = replace(
                 versions.CATALOGUE["0.10.2.1"], generation="kip320"

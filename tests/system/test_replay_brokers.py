@@ -20,8 +20,8 @@ import pandas as pd
 import pytest
 
 from harness.db import BrokerUnavailable
-from harness.db.local import find_tree
-from harness.db.versions import CATALOGUE, resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.replay.logdir import read_logdir

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.db.dists import java_major
-from harness.db.versions import CATALOGUE
+from harness.db.catalogue.dists import java_major
+from harness.db.catalogue.versions import CATALOGUE
 
 
 def doctor(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -19,8 +19,8 @@ from types import SimpleNamespace
 import pytest
 
 from harness.db import BrokerUnavailable
-from harness.db.local import find_tree
-from harness.db.versions import resolve_version
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
 from harness.generator.playbook.fetch import FetchSteps
 from harness.generator.playbook.settle import Settling
 from harness.readback.log4j import read_rotated, rotated_files, split_name

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.db import CONTROLLER
+from harness.db.names import CONTROLLER
+from harness.db.runtime.netns import CLIENT
 from harness.generator.playbook.fences import StepPrevented
 from harness.generator.playbook.state import PlaybookState
 from harness.generator.realise import ZOOKEEPER
-from harness.nemesis.network import CLIENT
 from reference_model.events import CLIENT_NODE, CONTROLLER_NODE, ZOOKEEPER_NODE
 
 

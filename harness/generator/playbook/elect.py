@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.db import CONTROLLER, PARTITION, TOPIC
+from harness.db.mode.kraft_view import KRaftView
+from harness.db.mode.zk_view import ZkView
+from harness.db.names import CONTROLLER, PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.held import HeldSteps
+from harness.protocol.wire import WireError, alter_partition_reassignments, elect_leaders
 from reference_model.events import Event
 
 
@@ -83,8 +86,6 @@ class ElectSteps(HeldSteps):
 
     def _assignment(self) -> list[int]:
         """The partition's replica assignment as the controller has it, in order."""
-        from harness.metadata.kraft import KRaftView
-        from harness.metadata.zk import ZkView
 
         if isinstance(self.meta, ZkView):
             return self.meta.assignment()
@@ -96,7 +97,6 @@ class ElectSteps(HeldSteps):
 
     def _zk_preferred(self, name: str) -> str:
         """ZooKeeper mode: the reassignment znode, then the preferred-election znode."""
-        from harness.metadata.zk import ZkView
 
         assert isinstance(self.meta, ZkView)
         zk = self.meta
@@ -134,8 +134,6 @@ class ElectSteps(HeldSteps):
         """ElectLeaders (KIP-183, 2.2; UNCLEAN: KIP-460, 2.4): KRaft to the controller,
         ZooKeeper mode through broker ``name`` (librdkafka forwards it to the controller)."""
         if self.kraft:
-            from harness.client.wire import elect_leaders
-
             err, msg = self._to_controller(
                 "ElectLeaders",
                 lambda h, p: elect_leaders(h, p, TOPIC, PARTITION, kind == "unclean"),
@@ -159,7 +157,6 @@ class ElectSteps(HeldSteps):
         self, what: str, call: Callable[[str, int], tuple[int, str | None]]
     ) -> tuple[int, str | None]:
         """Send a KRaft admin request to the active controller (NOT_CONTROLLER: the next)."""
-        from harness.client.wire import WireError
 
         seen: list[str] = []
         for c in getattr(self.cluster.mode, "controllers", [CONTROLLER]):
@@ -181,7 +178,6 @@ class ElectSteps(HeldSteps):
         Metadata answer names as controller, a random one in KRaft, possibly one the harness
         paused (seen on 4.0.0: 30 s then TimeoutException).
         """
-        from harness.client.wire import alter_partition_reassignments
 
         if self._assignment() == order:
             return

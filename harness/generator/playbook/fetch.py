@@ -139,7 +139,7 @@ class FetchSteps(Settling):
         Its log can already equal the leader's (nothing to copy) while the fetch that
         carries the leader's new HW has not come back yet; before 0.11 a restart truncates
         to that HW, so pausing the follower first would change the outcome. The harness
-        traces the follower's fetcher on these versions (harness.db.local); a backend
+        traces the follower's fetcher on these versions (harness.db.runtime.local); a backend
         without the trace lines gets a note instead of a wait.
         """
         if self.version.epoch_on_disk or self.gone(name):

@@ -1,4 +1,4 @@
-"""``partition``/``heal``: one iptables DROP per directed link (harness.nemesis.network).
+"""``partition``/``heal``: one iptables DROP per directed link (harness.db.runtime.netns).
 
 A broker whose link to or from the controller a ``partition`` cuts has its LeaderAndIsr
 counters marked at the cut, so that when a ``heal`` restores the link the harness can tell

@@ -16,11 +16,12 @@ from __future__ import annotations
 import time
 
 from harness.client.producer import Delivery, Producer
+from harness.db.runtime.netns import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
-from harness.nemesis.network import CLIENT
+from harness.protocol.wire import WireError, api_versions
 from reference_model.events import Event
 
 
@@ -93,7 +94,6 @@ class ProduceSteps(Settling):
     def _leader_answered_after_pause(self, name: str | None) -> float | None:
         """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:
         down, paused, or cut from the harness's client; the timer alone then)."""
-        from harness.client.wire import WireError, api_versions
 
         if name is None or name in self.down or name in self.held or name in self.user_paused:
             return None
@@ -123,7 +123,6 @@ class ProduceSteps(Settling):
 
     def produce_to(self, k: int, ev: Event, name: str) -> str:
         """``produce: {to: X}``: a client that can reach X alone; its answer is the outcome."""
-        from harness.client.producer import Producer
 
         if name in self.down:
             for record in ev.record.split(","):
@@ -176,7 +175,6 @@ class ProduceSteps(Settling):
         )
 
     def _failed(self, record: str, why: str) -> None:
-        from harness.client.producer import Delivery
 
         d = Delivery(record)
         d.status, d.error = "failed", why

@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 import time
 
-from harness.db import PARTITION, TOPIC
+from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.halts import HaltWatch
 from harness.nemesis import faults as nemesis
+from harness.protocol.wire import partition_view
 from harness.readback.log4j import read_rotated
 
 # A broker's log of LeaderAndIsr handled: one "Finished" line per request (3.x), or per
@@ -146,7 +147,6 @@ class Settling(HaltWatch):
         Metadata answer has the controller's leader, leader epoch and ISR has published that
         image, which is when it became leader or follower of the new epoch.
         """
-        from harness.client.wire import partition_view
 
         v = self.view()
         host, port = self.cluster.broker_address(name)

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.client.producer import Producer
-from harness.db import CONTROLLER, PARTITION, TOPIC, Cluster
-from harness.db.versions import KafkaVersion
+from harness.db import Cluster
+from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode.view import PartitionView
+from harness.db.names import CONTROLLER, PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, Observation, wait_until
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
-from harness.metadata import PartitionView
 from harness.nemesis import faults as nemesis
 from harness.nemesis.failover import ControllerFailover, has_spare
 from harness.readback.logformat import read_partition_dir

@@ -1,7 +1,7 @@
 """What the controller has decided about the test partition: the one interface fences read.
 
-Two implementations, one per mode: :class:`harness.metadata.zk.ZkView` reads ZooKeeper (the
-source of truth in ZooKeeper mode), :class:`harness.metadata.kraft.KRaftView` replays the
+Two implementations, one per mode: :class:`harness.db.mode.zk_view.ZkView` reads ZooKeeper (the
+source of truth in ZooKeeper mode), :class:`harness.db.mode.kraft_view.KRaftView` replays the
 controller's ``__cluster_metadata`` log. The generator only sees :class:`MetadataView`, so
 a fence is written once and holds in both modes.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.db import PARTITION, TOPIC
+from harness.db.names import PARTITION, TOPIC
 
 
 @dataclass(frozen=True)

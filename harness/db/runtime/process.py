@@ -17,7 +17,7 @@ Caveat, from ``prctl(2)``: the "parent" is the *thread* that forked the child. S
 thread that outlives the cluster (the main thread, as the CLI, the matrix and the pytest
 plugin do), not from a short-lived worker thread, or the JVM dies with that thread.
 
-The ``pids.json`` reaper (:func:`harness.db.local.kill_leftovers`) stays as a second line
+The ``pids.json`` reaper (:func:`harness.db.runtime.local.kill_leftovers`) stays as a second line
 for platforms without ``prctl`` (macOS) and for the docker backend's equivalent, labels.
 """
 

@@ -5,7 +5,7 @@
   (ZooKeeper, the controller broker, one per scenario broker) with labels and a log wait
   strategy; the docker SDK for what testcontainers does not cover (restart of the same
   container, signals, status). Ryuk is disabled (its image cannot be pulled here); the
-  project's reaper (:mod:`harness.db.reaper`) removes what a killed harness left.
+  project's reaper (:mod:`harness.db.runtime.reaper`) removes what a killed harness left.
 - **Network**: one user-defined bridge per run with IP masquerading off, fixed addresses per
   container (a restarted broker keeps its IP, so peers' cached addresses and the partition
   rules stay right) and, when we are root, the default route removed inside every
@@ -16,19 +16,19 @@
   host name over the mode's own listeners.
 - **Runtime, not mode**: this is the container *runtime* of :class:`harness.db.Cluster`
   (:meth:`~DockerCluster.launch`, :meth:`~DockerCluster.run_tool`, signals, status, where
-  files and peers are); the mode (ZooKeeper or KRaft, :mod:`harness.db.modes`) decides
+  files and peers are); the mode (ZooKeeper or KRaft, :mod:`harness.db.mode`) decides
   which nodes exist and how they are configured, so both modes run in containers.
 - **Files**: data and log dirs are bind mounts under the run's work dir, so the read-back,
   the checkpoint faults and the power-loss cuts work on host files exactly as with the local
   backend (the host page cache survives a container kill, as it survives a process kill).
 - **Faults**: the JVM is PID 1 of its container (``exec java`` in the entrypoint), so
   SIGKILL/SIGTERM/SIGSTOP/SIGCONT reach Java itself; network partitions are per link and
-  asymmetric: ``cluster.network`` is a :class:`harness.nemesis.network.LinkCuts` (the same
+  asymmetric: ``cluster.network`` is a :class:`harness.db.runtime.netns.LinkCuts` (the same
   rules as the local backend's run network: one DROP per cut link in a node's namespace),
   entered from the host with ``nsenter -t <pid> -n``; rules are re-inserted when a container
   restarts (a fresh namespace), removed on heal, and go with the containers at close.
 
-Images come from :mod:`harness.db.images` (built from the release tree or the tarball when
+Images come from :mod:`harness.db.runtime.images` (built from the release tree or the tarball when
 missing). docker and testcontainers are imported lazily: without them, or without a
 daemon, :func:`docker_available` gives the one-line reason the tests skip with.
 """
@@ -48,12 +48,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.db import Cluster, ClusterError
-from harness.db import reaper as reaper_mod
-from harness.db.daemon import docker_available
-from harness.db.kafka_config import render
-from harness.db.local import free_port
-from harness.db.reaper import RUN_LABEL as LABEL
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.kafka_config import render
+from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode import make_mode
+from harness.db.runtime import reaper as reaper_mod
+from harness.db.runtime.daemon import docker_available
+from harness.db.runtime.images import ensure_image
+from harness.db.runtime.netns import LinkCuts
+from harness.db.runtime.ports import free_port
+from harness.db.runtime.reaper import RUN_LABEL as LABEL
 
 __all__ = ["LABEL", "DockerCluster", "NetworkFaultError", "docker_available", "image_for"]
 
@@ -108,7 +111,6 @@ class DockerCluster(Cluster):
         from testcontainers.core.config import testcontainers_config
 
         import docker
-        from harness.db.images import ensure_image
 
         testcontainers_config.ryuk_disabled = True
         self.version = version
@@ -119,7 +121,6 @@ class DockerCluster(Cluster):
         self.say = say
         self.client: Any = docker.from_env(timeout=120)  # type: ignore[attr-defined]
         self.image = image or ensure_image(version, say, build=build, client=self.client)
-        from harness.db.modes import make_mode
 
         self.mode = make_mode(version, controllers)
         self.mode.startup_timeout = startup_timeout
@@ -131,7 +132,7 @@ class DockerCluster(Cluster):
         self._network: Any = None
         self._ips: dict[str, str] = {}
         self._published: dict[str, dict[int, int]] = {}  # container port -> host port
-        self.network: Any = None  # harness.nemesis.network.LinkCuts once the net exists
+        self.network: Any = None  # harness.db.runtime.netns.LinkCuts once the net exists
         self._closed = False
         self.isolated = _nsenter_ok()  # default route removed in every container
 
@@ -206,8 +207,6 @@ class DockerCluster(Cluster):
             taken.add(ip)
             self._ips[name] = ip
         if self.isolated:
-            from harness.nemesis.network import LinkCuts
-
             # The harness's clients reach containers through docker-proxy, from the gateway.
             self.network = LinkCuts(self._ips, gateway, self._enter, f"hwchaos:{self.run_id}")
 

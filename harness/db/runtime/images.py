@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.db import BrokerUnavailable, kafka_dists
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.versions import KafkaVersion
 
 DOCKER_DIR = Path(__file__).resolve().parent.parent.parent / "docker"
 ENTRYPOINT = DOCKER_DIR / "kafka-entrypoint.sh"

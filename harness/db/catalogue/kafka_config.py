@@ -19,7 +19,7 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
 from __future__ import annotations
 
 from harness.db import TopicSpec
-from harness.db.versions import KafkaVersion
+from harness.db.catalogue.versions import KafkaVersion
 
 SESSION_TIMEOUT_MS = 60_000
 LAG_TIME_MAX_MS = 600_000
@@ -92,7 +92,7 @@ def kraft_controller_properties(
 
     ``broker.session.timeout.ms`` is the controller's: how long a silent broker keeps its
     session. It is short because the harness heartbeats for brokers the scenario keeps
-    alive (see ``harness.db.modes.KRaftMode``), and a restart on 4.x waits for it.
+    alive (see ``harness.db.mode.KRaftMode``), and a restart on 4.x waits for it.
     """
     return {
         "process.roles": "controller",

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.db import PARTITION, TOPIC
-from harness.metadata import PartitionView
+from harness.db.mode.view import PartitionView
+from harness.db.names import PARTITION, TOPIC
 from harness.readback.metadata_records import MetadataRecord, Schema, read_metadata_log
 
 NO_LEADER_CHANGE = -2
@@ -172,7 +172,7 @@ def replay(records: list[MetadataRecord]) -> MetadataImage:
 
 
 class KRaftView:
-    """:class:`harness.metadata.MetadataView` over one controller's metadata log dir.
+    """:class:`harness.db.mode.view.MetadataView` over one controller's metadata log dir.
 
     Re-reads the log on every call: during a run it is a few hundred small batches, and a
     fresh read cannot go stale. ``controller`` is the active controller's node id (the

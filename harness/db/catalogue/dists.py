@@ -5,7 +5,7 @@
 pinned here (never against a checksum fetched from the same server), checks its GPG
 signature against the mirror's ``KEYS`` when ``gpg`` is installed, and unpacks it into
 ``$HWCHAOS_KAFKA_CACHE`` (default ``~/.cache/hwchaos/kafka``), where
-:func:`harness.db.local.find_tree` looks after ``$HWCHAOS_KAFKA_DISTS``.
+:func:`harness.db.runtime.local.find_tree` looks after ``$HWCHAOS_KAFKA_DISTS``.
 
 Pinned values: the sha512 Apache publishes next to each tarball. Only the releases whose
 value could be checked against a second source are pinned; for any other, pass the value
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from harness.db import kafka_dists
-from harness.db.versions import CATALOGUE, KafkaVersion, resolve_version
+from harness.db import BrokerUnavailable, kafka_dists
+from harness.db.catalogue.versions import CATALOGUE, KafkaVersion, resolve_version
 
 DEFAULT_MIRROR = "https://archive.apache.org/dist/kafka"
 
@@ -309,3 +309,29 @@ def installed_trees(cache: Path | None = None) -> dict[str, Path]:
         if (tree / "libs" / f"{v.dist_name}.jar").is_file():
             out[v.name] = tree
     return out
+
+
+def find_tree(version: KafkaVersion, dists: Path | None = None) -> Path:
+    """The release tree for ``version``, or BrokerUnavailable with a one-line reason.
+
+    Looks in ``dists`` if given, else in $HWCHAOS_KAFKA_DISTS and then in the cache
+    ``hwchaos kafka install`` fills. The path is absolute: JVMs run with another cwd.
+    """
+    roots = [dists] if dists is not None else [r for r in (kafka_dists(), cache_dir()) if r]
+    roots = list(dict.fromkeys(r for r in roots if r.is_dir())) or roots[:1]
+    if not roots:
+        raise BrokerUnavailable(
+            "no Kafka release trees: set HWCHAOS_KAFKA_DISTS (default /opt/kafka-dists) "
+            "or run `hwchaos kafka install VERSION`"
+        )
+    for root in roots:
+        tree = root / version.dist_name
+        if tree.is_dir():
+            break
+    else:
+        where = " or ".join(str(r) for r in roots)
+        raise BrokerUnavailable(f"no {version.dist_name} under {where}")
+    core = tree / "libs" / f"{version.dist_name}.jar"
+    if not core.is_file():
+        raise BrokerUnavailable(f"{tree} lacks its core jar libs/{core.name}")
+    return tree.resolve()

@@ -14,8 +14,8 @@ import json
 import logging
 from typing import Any
 
-from harness.db import PARTITION, TOPIC
-from harness.metadata import PartitionView
+from harness.db.mode.view import PartitionView
+from harness.db.names import PARTITION, TOPIC
 
 # kazoo logs every dropped connection; brokers and ZooKeeper dying is this harness's job.
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)

@@ -1,7 +1,7 @@
 """The ``local`` backend: ZooKeeper, controllers and brokers as JVM processes on 127.0.0.1.
 
 With ``network=True`` (root only) every node runs in its own network namespace on a private
-subnet instead (harness.nemesis.network), listening on its own address, so the nemesis can
+subnet instead (harness.db.runtime.netns), listening on its own address, so the nemesis can
 cut links between them; the harness stays in the root namespace and reaches every node.
 
 Kafka comes from release trees on disk under their official names
@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 from pathlib import Path
 from typing import IO
@@ -29,43 +28,17 @@ from harness.db import (
     BrokerUnavailable,
     Cluster,
     ClusterError,
-    kafka_dists,
 )
-from harness.db.kafka_config import render
-from harness.db.process import spawn
-from harness.db.versions import KafkaVersion
-from harness.nemesis.network import RunNetwork
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.kafka_config import render
+from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode import make_mode
+from harness.db.runtime.netns import RunNetwork
+from harness.db.runtime.ports import free_port
+from harness.db.runtime.process import spawn
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", "-test-sources")
-
-
-def find_tree(version: KafkaVersion, dists: Path | None = None) -> Path:
-    """The release tree for ``version``, or BrokerUnavailable with a one-line reason.
-
-    Looks in ``dists`` if given, else in $HWCHAOS_KAFKA_DISTS and then in the cache
-    ``hwchaos kafka install`` fills. The path is absolute: JVMs run with another cwd.
-    """
-    from harness.db.dists import cache_dir
-
-    roots = [dists] if dists is not None else [r for r in (kafka_dists(), cache_dir()) if r]
-    roots = list(dict.fromkeys(r for r in roots if r.is_dir())) or roots[:1]
-    if not roots:
-        raise BrokerUnavailable(
-            "no Kafka release trees: set HWCHAOS_KAFKA_DISTS (default /opt/kafka-dists) "
-            "or run `hwchaos kafka install VERSION`"
-        )
-    for root in roots:
-        tree = root / version.dist_name
-        if tree.is_dir():
-            break
-    else:
-        where = " or ".join(str(r) for r in roots)
-        raise BrokerUnavailable(f"no {version.dist_name} under {where}")
-    core = tree / "libs" / f"{version.dist_name}.jar"
-    if not core.is_file():
-        raise BrokerUnavailable(f"{tree} lacks its core jar libs/{core.name}")
-    return tree.resolve()
 
 
 def classpath(tree: Path) -> str:
@@ -86,27 +59,6 @@ def local_unavailable(version: KafkaVersion) -> str | None:
     return None
 
 
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    """A port free now and not handed out before by this process.
-
-    The ports of one cluster are all chosen before its nodes bind them, and the kernel may
-    offer a just-released port again: ZooKeeper and a broker once got the same one (the
-    broker died with "Address already in use"). Remembering what was handed out rules that
-    out within a process.
-    """
-    for _ in range(1000):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
-    raise RuntimeError("no free local port that was not already handed out")
-
-
 class LocalCluster(Cluster):
     """The local runtime: every node (ZooKeeper, controllers, brokers) its own JVM process."""
 
@@ -121,7 +73,6 @@ class LocalCluster(Cluster):
         network: bool = False,
     ) -> None:
         """``network``: each node in its own network namespace, so links can be cut."""
-        from harness.db.modes import make_mode
 
         self.version = version
         self.tree = find_tree(version, dists)

@@ -1,0 +1,1 @@
+"""What the harness knows of Kafka releases: versions, release trees, broker configs."""

@@ -1,0 +1,1 @@
+"""The *runtime* axis: how one node runs (a local JVM process or a container)."""

@@ -1,0 +1,1 @@
+"""Kafka's wire encoding, used by the cluster (heartbeats) and the clients."""

@@ -1,0 +1,298 @@
+"""Scenario files as test items: one per file x Kafka version (x profile), played or modelled."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.db.catalogue.versions import KafkaVersion, resolve_version
+from harness.pytest_plugin.options import RUN_FOLDER, _settings, _unique, unavailable
+from reference_model.scenario import Scenario, ScenarioError
+
+# ---------------------------------------------------------------- scenario files as tests
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    settings = _settings(parent.config)
+    if not settings.active or file_path.suffix not in (".yaml", ".yml"):
+        return None
+    if not _looks_like_scenario(file_path):
+        return None
+    collector: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
+    return collector
+
+
+def _looks_like_scenario(path: Path) -> bool:
+    """A YAML file with a top-level ``steps:`` key (other YAML files are not ours)."""
+    try:
+        head = path.read_bytes()[:65536]
+    except OSError:
+        return False
+    return re.search(rb"(?m)^steps\s*:", head) is not None
+
+
+class ScenarioFile(pytest.File):
+    """One scenario file: one item per Kafka version and per model generation."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        from harness.generator.scenarios import load_scenario
+
+        settings = _settings(self.config)
+        try:
+            scenario = load_scenario(self.path)
+        except ScenarioError as exc:
+            yield BadScenarioItem.from_parent(self, name=self.path.stem, message=str(exc))
+            return
+        for v in settings.versions:
+            yield ScenarioItem.from_parent(
+                self, name=f"{scenario.name}[{v}]", scenario=scenario, target=v
+            )
+        for p in settings.protocols:
+            yield ScenarioItem.from_parent(
+                self, name=f"{scenario.name}[model:{p}]", scenario=scenario, target=f"model:{p}"
+            )
+
+
+class HwchaosFailure(AssertionError):
+    """The brokers, the model or the ``expect:`` block disagree; the message is the diff."""
+
+
+class BadScenarioItem(pytest.Item):
+    """A scenario file that does not load: fails with the loader's one-line message."""
+
+    def __init__(self, *, message: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.message = message
+
+    def runtest(self) -> None:
+        raise HwchaosFailure(self.message)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        return self.message
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, self.name
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario on one target: a Kafka version, or ``model:<generation>``."""
+
+    def __init__(self, *, scenario: Scenario, target: str, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.scenario = scenario
+        self.target = target
+        if not target.startswith("model:"):
+            self.add_marker(pytest.mark.broker)
+
+    def runtest(self) -> None:
+        if self.target.startswith("model:"):
+            self._run_model(self.target.split(":", 1)[1])
+        else:
+            self._run_brokers(resolve_version(self.target))
+
+    def _run_model(self, protocol: str) -> None:
+        from reference_model.run import run_scenario
+
+        pj = run_scenario(self.scenario, protocol).to_json()
+        predicted = {n: [e["record"] for e in log] for n, log in pj["replicas"].items()}
+        problems = expect_problems(
+            self.scenario, pj["lost_acked"], pj["divergent_offsets"], predicted
+        )
+        if problems:
+            raise HwchaosFailure(
+                "\n".join(
+                    [
+                        f"{self.scenario.name} under the model ({protocol}): expect: does not hold",
+                        *problems,
+                        *replica_table(predicted, None, _expected_logs(self.scenario)),
+                        *_lost_steps(self.scenario, pj),
+                    ]
+                )
+            )
+
+    def _run_brokers(self, version: KafkaVersion) -> None:
+        from harness.generator.runner import run_on_brokers
+
+        settings = _settings(self.config)
+        reason = unavailable(version, settings.backend)
+        if reason is not None:
+            pytest.skip(reason)
+        run_id = f"{self.scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
+        folder = _unique(settings.out / run_id)
+        self.user_properties.append((RUN_FOLDER, str(folder)))
+        self.add_report_section("call", "hwchaos", f"run folder: {folder}")
+        run_on_brokers(self.scenario, version.name, settings.backend, folder, folder.name)
+        doc = json.loads((folder / "verdict.json").read_text())
+        where = f"{self.scenario.name} on Kafka {version.name} ({version.generation})"
+        verdict = doc.get("verdict")
+        failure = str(doc.get("extra", {}).get("failure", ""))
+        if verdict == "step_prevented":
+            # Not a skip: the model does not predict this step prevented on this version, so
+            # the harness failing to play it is a gap (issue 9), not a property of Kafka.
+            raise HwchaosFailure(
+                f"{where}: step_prevented (the model does not predict it): {failure}\n"
+                f"run folder: {folder}"
+            )
+        detail = doc.get("verdict_detail") or {}
+        if verdict == "prevented":
+            p = doc.get("prevented") or {}
+            self.add_report_section(
+                "call",
+                "hwchaos",
+                f"prevented as predicted at step {p.get('step')} ({p.get('event')}): "
+                f"{p.get('reason')}; harness: {p.get('harness_note')}",
+            )
+            # The logs up to that step matched the model; the scenario's ``expect`` block
+            # describes the whole ordering, which this version never lets happen.
+            return
+        if verdict not in ("match", "model_mismatch"):
+            raise HwchaosFailure(f"{where}: {verdict}: {failure}\nrun folder: {folder}")
+        predicted, observed = read_replicas(folder)
+        lines: list[str] = []
+        if verdict == "model_mismatch":
+            step = detail.get("first_differing_step")
+            lines.append(
+                f"{where}: MODEL MISMATCH, "
+                + (
+                    f"first differing step {step}: {self._step_text(step)}"
+                    if step
+                    else "first differing step: none in the per-step LEOs (only the records differ)"
+                )
+            )
+            lines += replica_table(predicted, observed, None)
+            lines += _diff_rows(detail.get("differences", []))
+            lines.append(
+                f"lost acknowledged: predicted {detail.get('predicted_lost_acked')} observed "
+                f"{detail.get('lost_acked')}; divergent offsets: predicted "
+                f"{detail.get('predicted_divergent_offsets')} observed "
+                f"{detail.get('divergent_offsets')}"
+            )
+        problems = expect_problems(
+            self.scenario, list(doc["lost_acked"]), list(doc["divergent_offsets"]), observed
+        )
+        if problems:
+            if not lines:
+                lines.append(f"{where}: expect: does not hold (the model agrees with the brokers)")
+                lines += replica_table(predicted, observed, _expected_logs(self.scenario))
+            else:
+                lines.append("expect: does not hold either")
+            lines += problems
+        if lines:
+            raise HwchaosFailure("\n".join([*lines, f"run folder: {folder}"]))
+
+    def _step_text(self, step: int | None) -> str:
+        if step is None or not 1 <= step <= len(self.scenario.steps):
+            return ""
+        return self.scenario.steps[step - 1].describe(self.scenario.brokers)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, HwchaosFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"hwchaos: {self.name}"
+
+
+def read_replicas(folder: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Predicted and observed final logs (records in offset order) from a run folder."""
+    import pyarrow.parquet as pq
+
+    df = pq.read_table(folder / "replicas.parquet").to_pandas().sort_values(["replica", "offset"])
+    out: dict[str, dict[str, list[str]]] = {"predicted": {}, "observed": {}}
+    for (source, replica), g in df.groupby(["source", "replica"]):
+        out[str(source)][str(replica)] = [str(r) for r in g["record"]]
+    return out["predicted"], out["observed"]
+
+
+def _expected_logs(s: Scenario) -> dict[str, list[str]] | None:
+    if s.expect is None or s.expect.replicas is None:
+        return None
+    return {n: list(r) for n, r in s.expect.replicas}
+
+
+def expect_problems(
+    s: Scenario, lost: list[str], divergent: list[int], logs: dict[str, list[str]]
+) -> list[str]:
+    """One line per part of the scenario's ``expect:`` block that ``logs`` etc. break."""
+    e = s.expect
+    if e is None:
+        return []
+    out = []
+    if e.lost_acked is not None and sorted(lost) != list(e.lost_acked):
+        out.append(f"  lost_acked: expected {list(e.lost_acked)}, got {sorted(lost)}")
+    if e.divergent_offsets is not None and sorted(divergent) != list(e.divergent_offsets):
+        out.append(
+            f"  divergent_offsets: expected {list(e.divergent_offsets)}, got {sorted(divergent)}"
+        )
+    for name, want in e.replicas or ():
+        got = logs.get(name, [])
+        if list(want) != got:
+            at = _first_difference(list(want), got)
+            out.append(
+                f"  replicas.{name}: expected {list(want)}, got {got} (first differs at offset "
+                f"{at})"
+            )
+    return out
+
+
+def _first_difference(a: list[str], b: list[str]) -> int:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+def replica_table(
+    predicted: dict[str, list[str]],
+    observed: dict[str, list[str]] | None,
+    expected: dict[str, list[str]] | None,
+) -> list[str]:
+    """Per-replica final logs side by side, with the first offset where they part."""
+    cols = [("predicted", predicted)]
+    if observed is not None:
+        cols.append(("observed", observed))
+    if expected is not None:
+        cols.append(("expected", expected))
+    names = sorted({n for _, logs in cols for n in logs})
+    width = max([10, *(len(" ".join(log)) for _, c in cols for log in c.values())]) + 2
+    head = "  replica  " + "".join(f"{title:<{width}}" for title, _ in cols)
+    lines = ["per-replica logs (records in offset order):", head]
+    for n in names:
+        logs = [c.get(n, []) for _, c in cols]
+        cells = "".join(f"{(' '.join(log) or '-'):<{width}}" for log in logs)
+        note = ""
+        if any(log != logs[0] for log in logs[1:]):
+            at = min(_first_difference(logs[0], log) for log in logs[1:] if log != logs[0])
+            note = f"<- differs at offset {at}"
+        lines.append(f"  {n:<9}{cells}{note}".rstrip())
+    return lines
+
+
+def _diff_rows(differences: list[dict[str, Any]]) -> list[str]:
+    if not differences:
+        return []
+    lines = ["differing positions:"]
+    for d in differences[:20]:
+        lines.append(
+            f"  {d.get('replica')} offset {d.get('offset')}: predicted {d.get('predicted')} "
+            f"observed {d.get('observed')} ({d.get('status')})"
+        )
+    if len(differences) > 20:
+        lines.append(f"  ... {len(differences) - 20} more")
+    return lines
+
+
+def _lost_steps(s: Scenario, pj: dict[str, Any]) -> list[str]:
+    steps = pj.get("lost_steps", {})
+    return [
+        f"model: {rec} lost at step {k}: {s.steps[k - 1].describe(s.brokers)}"
+        for rec, k in sorted(steps.items())
+        if 1 <= k <= len(s.steps)
+    ]

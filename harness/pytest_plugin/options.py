@@ -1,0 +1,138 @@
+"""The plugin's command-line options and what this machine can run (one-line skip reasons)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.db.catalogue.versions import CATALOGUE, KafkaVersion, resolve_version
+from reference_model.generations import GENERATIONS, generation
+
+RUN_FOLDER = "hwchaos_run_folder"
+DEFAULT_VERSION = "3.3.1"
+DEFAULT_BROKERS = 3
+
+
+# ---------------------------------------------------------------- options and configuration
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("hwchaos", "hwchaos: Kafka replication chaos tests")
+    g.addoption(
+        "--hwchaos-kafka",
+        default="",
+        metavar="V1,V2",
+        help=f"play every scenario file on these Kafka versions ({', '.join(CATALOGUE)})",
+    )
+    g.addoption(
+        "--hwchaos-protocol",
+        default="",
+        metavar="P1,P2",
+        help=f"also check every scenario file against the model alone ({', '.join(GENERATIONS)})",
+    )
+    g.addoption(
+        "--hwchaos-backend",
+        default="local",
+        choices=["local", "docker"],
+        help="how clusters run: local JVMs (release trees) or docker containers",
+    )
+    g.addoption(
+        "--hwchaos-out",
+        default="hwchaos-runs",
+        help="parent folder of run folders (default: ./hwchaos-runs)",
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    versions: tuple[str, ...]
+    protocols: tuple[str, ...]
+    backend: str
+    out: Path
+
+    @property
+    def active(self) -> bool:
+        return bool(self.versions or self.protocols)
+
+
+_SETTINGS = pytest.StashKey[Settings]()
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "broker: needs real Kafka brokers (hwchaos)")
+    config.addinivalue_line(
+        "markers",
+        "hwchaos(version='3.3.1', brokers=3, network=False): Kafka version and size of the "
+        "hwchaos_cluster fixture; network=True puts each node in its own network namespace",
+    )
+    versions = _split(config.getoption("hwchaos_kafka"))
+    protocols = _split(config.getoption("hwchaos_protocol"))
+    for v in versions:
+        try:
+            resolve_version(v)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--hwchaos-kafka: {exc}") from None
+    for p in protocols:
+        try:
+            generation(p)  # a generation name, a release number or a catalogue name
+        except ValueError:
+            raise pytest.UsageError(
+                f"--hwchaos-protocol: unknown generation {p!r} (known: {', '.join(GENERATIONS)}, "
+                "or a Kafka release such as 2.0.1)"
+            ) from None
+    # Resolved once, against the directory pytest was started in: JVMs run elsewhere.
+    out = Path(str(config.getoption("hwchaos_out"))).expanduser()
+    if not out.is_absolute():
+        out = Path(config.invocation_params.dir) / out
+    config.stash[_SETTINGS] = Settings(
+        versions, protocols, str(config.getoption("hwchaos_backend")), out.resolve()
+    )
+
+
+def _settings(config: pytest.Config) -> Settings:
+    return config.stash[_SETTINGS]
+
+
+def unavailable(version: KafkaVersion, backend: str) -> str | None:
+    """Why this machine cannot run ``version`` on ``backend``, in one line; None if it can."""
+    if backend == "docker":
+        from harness.db.runtime.docker import docker_available, image_for
+
+        reason = docker_available()
+        return reason if reason is not None else _missing_image(image_for(version))
+    from harness.db.runtime.local import local_unavailable
+
+    return local_unavailable(version)
+
+
+def _missing_image(image: str) -> str | None:
+    """One line when the docker backend's image for a version is not on this daemon."""
+    from docker.errors import ImageNotFound
+
+    import docker
+
+    client = docker.from_env(timeout=10)  # type: ignore[attr-defined]
+    try:
+        client.images.get(image)
+    except ImageNotFound:
+        return f"no image {image} on the Docker daemon (build it: see docker/README.md)"
+    except Exception as exc:  # the SDK raises several unrelated types here
+        return f"cannot inspect image {image}: {str(exc).splitlines()[0][:160]}"
+    finally:
+        client.close()
+    return None
+
+
+def _unique(folder: Path) -> Path:
+    """Two items of the same scenario and version in one second get distinct folders."""
+    candidate, n = folder, 1
+    while candidate.exists():
+        n += 1
+        candidate = folder.with_name(f"{folder.name}-{n}")
+    return candidate

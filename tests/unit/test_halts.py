@@ -72,7 +72,14 @@ def test_dying_line_only_for_a_broker_that_said_it_exits() -> None:
     assert dying_line(START + INFO + FATAL + "\n") == FATAL
     # A fatal line from before the last start is the previous incarnation's.
     assert dying_line(START + FATAL + "\n" + START + INFO) is None
-    # An ordinary ERROR line is not an exit.
+    # An ordinary ERROR line is not an exit, even with "halt" in a path (a real false
+    # positive: a test folder named test_..._halt_...).
+    rebuild = (
+        "[2026-11-27 18:13:09,734] ERROR Could not find index file corresponding to log file "
+        "/tmp/test_unpredicted_halt_is_a_dif0/run/cluster/A/data/hwchaos-0/0.log, "
+        "rebuilding index... (kafka.log.Log)\n"
+    )
+    assert dying_line(START + rebuild) is None
     assert (
         dying_line(START + "[x] ERROR Error in fetch (kafka.server.ReplicaFetcherThread)\n") is None
     )

@@ -37,7 +37,9 @@ from reference_model.run import RunResult
 # logs at ERROR (with a FATAL marker), so an ERROR line that says it exits comes next, and
 # the last ERROR line last.
 FATAL_LINE = re.compile(r"^\[[^]]*\] FATAL .*$", re.M)
-ERROR_EXIT_LINE = re.compile(r"^\[[^]]*\] ERROR .*(?:Exiting|Halting|exit|halt).*$", re.M)
+ERROR_EXIT_LINE = re.compile(
+    r"^\[[^]]*\] ERROR (?:\S+ )*?(?:Exiting|Halting|exiting|halting)\b.*$", re.M
+)
 ERROR_LINE = re.compile(r"^\[[^]]*\] ERROR .*$", re.M)
 # Each broker start logs its configuration first: what follows is the current incarnation.
 START_MARK = re.compile(r"KafkaConfig values:")

@@ -64,7 +64,12 @@ def prepare(cluster: Cluster, prediction: RunResult) -> bool:
     Call before the cluster starts. True when a spare was added.
     """
 
-    if not isinstance(cluster.mode, ZooKeeperMode) or not unnoticed_restarts(prediction):
+    if not isinstance(cluster.mode, ZooKeeperMode):
+        return False
+    failovers = any(
+        ev.kind == "controller_failover" for step in prediction.steps for ev in step.events
+    )
+    if not unnoticed_restarts(prediction) and not failovers:
         return False
     cluster.mode.add_spare(cluster, free_port())
     return True

@@ -86,6 +86,7 @@ class Playbook(
         "partition": PartitionSteps.do_partition,
         "heal": PartitionSteps.do_heal,
         "leader_and_isr": HeldSteps.do_leader_and_isr,
+        "controller_failover": HeldSteps.do_controller_failover,
         "detect": DetectSteps.do_detect,
         "elect": ElectSteps.do_elect,
         "isr_shrink": IsrSteps.do_isr_shrink,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterable
 
 from harness.generator.playbook.cuts import both_ways
-from harness.generator.playbook.fences import wait_until
+from harness.generator.playbook.fences import StepPrevented, wait_until
 from harness.generator.playbook.settle import Settling
 from reference_model.events import Event
 
@@ -53,6 +53,70 @@ class HeldSteps(Settling):
         note = self._rejoin(k, name) if name not in self.down else f"{name} is down"
         self._sync_sessions()
         return f"realised: heal {self._show(healed)}; {note}"
+
+    def do_controller_failover(self, k: int, ev: Event, name: str) -> str:
+        """``controller_failover: C``: C misses what the controller held back from it.
+
+        ZooKeeper mode: the controller's ``ControllerChannelManager`` keeps a queue per live
+        broker and delivers a held-back LeaderAndIsr once the link heals, so a follower cut
+        through two leader changes hears both. It misses them only when the queue dies
+        with its controller: the harness freezes the active controller broker (SIGSTOP),
+        heals C's cut links to it (a frozen controller sends nothing), kills it and lets the
+        spare win the election (harness.nemesis.failover); the new controller's
+        ``onControllerFailover`` sends every live broker the current state only
+        (``ReplicaStateMachine.startup``). KRaft has no such queue to lose: a broker cut
+        from the quorum fetches the metadata log from where it stopped.
+        """
+        if self.kraft:
+            raise StepPrevented(
+                f"step {k}: controller_failover: a KRaft broker replays the metadata log "
+                "from where it stopped; there is no controller queue to lose"
+            )
+        if self.failover is None:
+            raise StepPrevented(
+                f"step {k}: controller_failover: the cluster has no spare controller broker "
+                "(harness.nemesis.failover.prepare adds one when the model has this step)"
+            )
+        t0 = time.perf_counter()
+        frozen = self.failover.freeze()
+        healed = ""
+        if name in self.cut_from_controller():
+            healed = self._show(self._uncut(both_ways((c, name) for c in self._controllers())))
+        done0 = self._lai_done(name)
+        running = [
+            n
+            for n in self.names
+            if n not in self.down | self.held | self.user_paused and self.cluster.is_running(n)
+        ]
+        new = self.failover.fail_over(pause=running)
+        note = ""
+        if name not in self.down and self.cluster.is_running(name):
+            lead = self.leader()
+            if lead is not None and lead != name and lead not in self.down:
+                self._hold(lead)
+            self._release(name)
+            try:
+                wait_until(
+                    lambda: self._lai_done(name) > done0,
+                    f"{name} to process the new controller's LeaderAndIsr",
+                    self.timeout,
+                    self._seen,
+                )
+            finally:
+                if self.leader() != name:
+                    self._hold(name)
+                else:
+                    self._leader_ready(name)
+            note = f"; {name} processed the new controller's current state"
+        # What the dead controller had sent (and queued) no longer counts.
+        for n in self.names:
+            self._lai_base[n] = (self._lai_sent(n), self._lai_done(n))
+        self.failover.restore_standby(frozen)
+        took = time.perf_counter() - t0
+        what = f" (healed {healed} while it was frozen)" if healed else ""
+        return (
+            f"realised: controller {frozen} frozen{what}, failed over to {new}{note}, {took:.1f} s"
+        )
 
     def _rejoin(self, k: int, name: str) -> str:
         """Fence after the controller's link to ``name`` heals.

@@ -96,6 +96,13 @@ FIELDS: dict[str, dict[str, Kind]] = {
         "held": REPLICA_SET,
         "elr": REPLICA_SET,  # KIP-966 EligibleLeaderReplicas
         "last_known_elr": REPLICA_SET,  # KIP-966 LastKnownElr
+        "queued": seq("QueuedLeaderAndIsr"),  # ZooKeeper controller queue, oldest first
+    },
+    "QueuedLeaderAndIsr": {
+        "broker": REPLICA,
+        "leader": REPLICA,
+        "epoch": PLAIN,
+        "isr": REPLICA_SET,
     },
     "FetchResponse": {
         "leader": REPLICA,

@@ -59,6 +59,7 @@ class Generation:
     kraft_unclean_from_config: bool = False  # KAFKA-12670 (KRaft honours the config, 3.9)
     elr: bool = False  # KIP-966 Eligible Leader Replicas
     unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
+    controller_queue: bool = False  # ZooKeeper ControllerChannelManager: queued, in order
     # Prevention rules (``reference_model.prevention``): they change no transition; they say
     # which steps the broker version makes impossible.
     session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
@@ -86,10 +87,11 @@ def build(name: str, kafka: str, rules: frozenset[str], mode: str) -> Generation
     return Generation(name=name, kafka_versions=kafka, mode=mode, rules=rules, **flags)
 
 
-# Prevention rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
+# Rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
 _ZK_ALWAYS = (
     "session_expiry_needs_cut",
     "unclean_election_needs_offline",
+    "controller_queue",
 )
 
 

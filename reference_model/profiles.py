@@ -209,6 +209,19 @@ RULES: dict[str, Rule] = {
         ),
         # ------------------------------------------------------------ prevention rules
         Rule(
+            "controller_queue",
+            "ZooKeeper controller's request queue per broker (every ZooKeeper release)",
+            ("0.10.0.0",),
+            "kafka.controller.ControllerChannelManager (messageQueue, "
+            "RequestSendThread.doWork retries until the broker answers; removeBroker, "
+            "onControllerResignation drop it); ReplicaManager.becomeLeaderOrFollower",
+            "LeaderAndIsr a broker cannot hear is queued and processed in order when it can; "
+            "lost only on session expiry or controller failover",
+            mode="zk",
+            boundary="scenarios/controller-queue-two-leader-changes.yaml, "
+            "scenarios/controller-failover-missed-change.yaml",
+        ),
+        Rule(
             "session_expiry_needs_cut",
             "ZooKeeper session / KRaft broker heartbeat (every release)",
             ("0.10.0.0",),

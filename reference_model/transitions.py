@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from reference_model import controller_queue as cq
 from reference_model import epochs as ec
 from reference_model.cuts import (
     client_cut,
@@ -26,7 +27,7 @@ from reference_model.cuts import (
     session_node,
     severed,
 )
-from reference_model.events import NODE_NAMES, Event
+from reference_model.events import CONTROLLER_NODE, NODE_NAMES, Event
 from reference_model.state import (
     ACKED,
     FAILED,
@@ -285,8 +286,10 @@ def _deliver(cfg: Config, st: PartitionState) -> PartitionState:
             cut.add(j)
         if rep.paused or j in ctrl.held or j in cut:
             still.add(j)
+            # ZooKeeper mode: queued behind what j has not heard yet (controller_queue).
+            st = _with_controller(st, cq.enqueue(cfg, st.controller, j))
             continue
-        st = _process_leader_and_isr(cfg, st, j)
+        st = cq.drain(cfg, st, j, _process_leader_and_isr)
     out = st.controller._replace(pending=frozenset(still))
     if cut:
         out = out._replace(held=out.held | cut)
@@ -581,6 +584,9 @@ def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         needs_truncation=False,
         remote_leo=(0,) * n,
     )
+    # The old process's connection is gone: the harness plays a restart the controller did
+    # not notice by failing the controller over, which drops every queue (controller_queue).
+    st = _with_controller(st, cq.drop(st.controller, frozenset({i})))
     if st.cuts and session_cut(cfg, st.cuts, i):
         # The process runs but cannot register (no ZooKeeper session / no
         # BrokerRegistration reaches the quorum): it registers when the cut heals.
@@ -647,7 +653,8 @@ def _controller_failure(cfg: Config, st: PartitionState, i: int, hold: frozenset
     """onBrokerFailure: elect a new leader if ``i`` led, else drop ``i`` from the ISR."""
     if cfg.generation.kraft:
         return _kraft_fence(cfg, st, i, hold)
-    ctrl = st.controller
+    # removeBroker: the controller's channel to i, and its queue, end with the session.
+    ctrl = cq.drop(st.controller, frozenset({i}))
     live = ctrl.live - {i}
     ctrl = ctrl._replace(live=live)
     name = cfg.brokers[i]
@@ -689,6 +696,30 @@ def _detect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         where = NODE_NAMES[session_node(cfg)]
         return st, f"{cfg.brokers[i]} cut from {where}: session expired; {note}"
     return _controller_failure(cfg, st, i, ev.hold)
+
+
+def _controller_failover(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """Controllership moves (ZooKeeper mode): what the old controller queued is lost.
+
+    ``onControllerResignation`` shuts the old ``ControllerChannelManager`` down with its
+    queues; the new controller's ``onControllerFailover`` reads the partition state from
+    ZooKeeper and sends every live broker the current LeaderAndIsr
+    (``ReplicaStateMachine.startup``). The controller node is another broker from then on,
+    so cuts of the old one no longer hold anything back. KRaft: the quorum's metadata log
+    survives a failover and brokers fetch it from where they stopped; nothing is missed.
+    """
+    name = cfg.brokers[ev.replica]
+    if cfg.generation.kraft:
+        return st, "KRaft: the metadata log survives a controller failover; nothing missed"
+    ctrl = st.controller
+    missed = len(cq.queued_for(ctrl, ev.replica))
+    st = st._replace(cuts=frozenset(c for c in st.cuts if CONTROLLER_NODE not in c))
+    ctrl = cq.drop(ctrl)._replace(held=frozenset(), pending=ctrl.live)
+    st = _deliver(cfg, _with_controller(st, ctrl))
+    return st, (
+        f"controller failed over: {name} missed {missed} queued LeaderAndIsr; "
+        "the new controller sent the current state"
+    )
 
 
 def _elect_event(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
@@ -1032,6 +1063,7 @@ HANDLERS: Final[dict[str, Callable[[Config, PartitionState, Event], Outcome]]] =
     "elect": _elect_event,
     "isr_shrink": _isr_shrink,
     "leader_and_isr": _leader_and_isr,
+    "controller_failover": _controller_failover,
     "stale_checkpoint": _stale_checkpoint,
     "partition": _partition,
     "heal": _heal,

@@ -39,15 +39,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from table import bench_line
 
-from harness import native
-from reference_model.explorer import (
+from explorer.search import (
     ALL_REDUCTIONS,
     NO_REDUCTIONS,
     Bounds,
     ExploreResult,
     Reductions,
 )
-from reference_model.generations import GENERATIONS
+from harness import native
+from reference_model.profiles import GENERATIONS
 
 BOUND_CASES: list[tuple[str, Bounds]] = [
     ("r2 default", Bounds()),

@@ -1,13 +1,13 @@
 """The compiled reference model: the same source, compiled with mypyc, for the explorer.
 
-Why: the explorer spends all its time in ``reference_model`` (transitions, canonical keys,
-the search loop). mypyc (it ships inside mypy, a dev dependency) compiles those very files,
-type annotations and all, to C extension modules: no second implementation to keep in step,
-and mypyc checks the annotations at run time, so a model whose types lie fails loudly
-instead of diverging. A build is a copy of ``reference_model/*.py`` with the compiled
-modules beside them, kept in a cache outside the repository:
+Why: the explorer spends all its time in ``reference_model`` (transitions) and ``explorer``
+(canonical keys, the search loop). mypyc (it ships inside mypy, a dev dependency) compiles those
+very files, type annotations and all, to C extension modules: no second implementation to keep in
+step, and mypyc checks the annotations at run time, so a model whose types lie fails loudly instead
+of diverging. A build is a copy of the packages ``reference_model`` and ``explorer`` with the
+compiled modules beside their sources, kept in a cache outside the repository:
 
-    ${HWCHAOS_CACHE:-~/.cache/hwchaos}/native/<key>/reference_model/
+    ${HWCHAOS_CACHE:-~/.cache/hwchaos}/native/<key>/{reference_model,explorer}/
 
 ``<key>`` is the sha256 of every model source file, the Python version, the mypy version and
 this builder's version, so a build can only ever be used with the sources it was made from:
@@ -42,11 +42,15 @@ from pathlib import Path
 from typing import IO, Any
 
 # Bump when the way a build is made changes (module list, options): old builds go stale.
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
+# The packages a build holds (the model and the search engine), relative to SOURCE_ROOT.
+PACKAGES = ("reference_model", "explorer")
 # Model modules left interpreted in a build: not on the explorer's path (scenario files, the
 # table of ``hwchaos model``, --explain), so compiling them would only lengthen the build.
-INTERPRETED = frozenset({"explain", "run", "scenario"})
-SOURCE_DIR = Path(__file__).resolve().parent.parent / "reference_model"
+INTERPRETED = frozenset(
+    {"reference_model/explain.py", "reference_model/run.py", "reference_model/scenario.py"}
+)
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
 MARKER = "BUILD.json"  # written last, inside the temporary dir: a build without it is not one
 KEEP_BUILDS = 4  # builds of other sources kept (switching branches back and forth)
 EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -88,18 +92,24 @@ def mypy_version() -> str | None:
         return None
 
 
-def sources(src: Path = SOURCE_DIR) -> list[Path]:
-    """Every model source file, in a fixed order."""
-    return sorted(src.glob("*.py"))
+def sources(src: Path = SOURCE_ROOT) -> list[str]:
+    """Every source file of ``PACKAGES`` under ``src``, as a relative POSIX path, in a fixed
+    order (subpackages such as ``explorer/_generated`` included)."""
+    found = []
+    for pkg in PACKAGES:
+        for p in (src / pkg).rglob("*.py"):
+            if "__pycache__" not in p.parts:
+                found.append(p.relative_to(src).as_posix())
+    return sorted(found)
 
 
-def build_key(src: Path = SOURCE_DIR) -> str:
-    """sha256 over every model source (name and bytes), Python, mypy and this builder."""
+def build_key(src: Path = SOURCE_ROOT) -> str:
+    """sha256 over every model source (path and bytes), Python, mypy and this builder."""
     h = hashlib.sha256()
     for part in (BUILDER_VERSION, sys.version, sysconfig.get_platform(), mypy_version() or "-"):
         h.update(part.encode() + b"\0")
-    for p in sources(src):
-        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for rel in sources(src):
+        h.update(rel.encode() + b"\0" + (src / rel).read_bytes() + b"\0")
     return h.hexdigest()
 
 
@@ -124,14 +134,14 @@ def _load(path: Path) -> Build | None:
     return Build(meta["key"], path, float(meta.get("seconds", 0.0)), meta.get("built_at", ""))
 
 
-def current(src: Path = SOURCE_DIR) -> Build | None:
+def current(src: Path = SOURCE_ROOT) -> Build | None:
     """The complete build for the current sources, or None."""
     key = build_key(src)
     build = _load(cache_root() / key)
     return build if build is not None and build.key == key else None
 
 
-def status(src: Path = SOURCE_DIR) -> tuple[Build | None, str]:
+def status(src: Path = SOURCE_ROOT) -> tuple[Build | None, str]:
     """The current build and one line about it, or None and why there is none."""
     build = current(src)
     if build is not None:
@@ -148,7 +158,7 @@ def status(src: Path = SOURCE_DIR) -> tuple[Build | None, str]:
     return None, f"no compiled build for the current sources{stale}: `hwchaos native build`"
 
 
-def build(src: Path = SOURCE_DIR, say: Callable[[str], None] | None = None) -> Build:
+def build(src: Path = SOURCE_ROOT, say: Callable[[str], None] | None = None) -> Build:
     """Build (or find) the compiled model of ``src``; raises ``NativeError`` (one line)."""
     key = build_key(src)
     root = cache_root()
@@ -162,21 +172,20 @@ def build(src: Path = SOURCE_DIR, say: Callable[[str], None] | None = None) -> B
     root.mkdir(parents=True, exist_ok=True)
     _prune(root, key)
     files = sources(src)
-    compiled = [p.name for p in files if p.stem not in INTERPRETED]
+    compiled = [rel for rel in files if rel not in INTERPRETED]
     if say is not None:
         say(
-            f"compiling {len(compiled)} modules of reference_model with mypyc "
+            f"compiling {len(compiled)} modules of {' and '.join(PACKAGES)} with mypyc "
             f"{mypy_version()} (about a minute) ..."
         )
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:12]}-", dir=root))
     try:
-        pkg = tmp / "reference_model"
-        pkg.mkdir()
-        for p in files:
-            shutil.copyfile(p, pkg / p.name)
+        for rel in files:
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src / rel, tmp / rel)
         env = {**os.environ, "MYPYC_OPT_LEVEL": "3"}
-        cmd = [sys.executable, "-m", "mypyc", *(f"reference_model/{n}" for n in compiled)]
+        cmd = [sys.executable, "-m", "mypyc", *compiled]
         log = tmp / "build.log"
         with log.open("w") as out:
             rc = subprocess.run(
@@ -218,16 +227,17 @@ def build(src: Path = SOURCE_DIR, say: Callable[[str], None] | None = None) -> B
 
 
 def _verify(path: Path) -> None:
-    """A fresh interpreter with ``path`` first imports the compiled model from it."""
+    """A fresh interpreter with ``path`` first imports the compiled model and search from it."""
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import reference_model.explorer, "
-        "reference_model.transitions as t; print(t.__file__)"
+        "import sys; sys.path.insert(0, sys.argv[1]); import explorer.search as s, "
+        "reference_model.transitions as t; print(s.__file__); print(t.__file__)"
     )
     res = subprocess.run(
         [sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=path
     )
     where = res.stdout.strip()
-    if res.returncode != 0 or not where.endswith(EXTENSION_SUFFIXES):
+    files = where.splitlines()
+    if res.returncode != 0 or not files or not all(f.endswith(EXTENSION_SUFFIXES) for f in files):
         last = (res.stderr.strip().splitlines() or [where])[-1]
         raise NativeError(f"the compiled model does not import: {last}")
 
@@ -288,7 +298,7 @@ def choose(pure: bool = False) -> Choice:
 class ChildRun:
     """A search run in a child process: its result and the child's own timing of it."""
 
-    result: Any  # reference_model.explorer.ExploreResult (of the parent's model)
+    result: Any  # explorer.search.ExploreResult (of the parent's model)
     cpu_seconds: float
     seconds: float
     model_file: str  # reference_model.transitions.__file__ in the child
@@ -317,14 +327,14 @@ def explore(
     build: Build | None,
     cpu_budget: float = 0.0,
 ) -> ChildRun:
-    """``reference_model.explorer.explore`` in a child process running ``build`` (None: pure).
+    """``explorer.search.explore`` in a child process running ``build`` (None: pure).
 
     Same arguments (the profile by name), same result, rebuilt from JSON with the parent's
     classes. ``progress`` is called as in-process (its return value is ignored); the child
     stops by itself once its CPU time passes ``cpu_budget`` (0: no budget), as a benchmark's
     progress callback would. Ctrl-C or an exception here kills the child.
     """
-    from reference_model.explorer import ALL_REDUCTIONS, Counterexample, ExploreResult
+    from explorer.search import ALL_REDUCTIONS, Counterexample, ExploreResult
 
     request = {
         "protocol": protocol,
@@ -412,9 +422,9 @@ def child_main(expect_compiled: bool) -> int:
 def _child(expect_compiled: bool, out: IO[str]) -> int:
     request = json.loads(sys.stdin.read())
     import reference_model.transitions as transitions
-    from reference_model.explorer import Bounds, Reductions
-    from reference_model.explorer import explore as search
-    from reference_model.generations import generation
+    from explorer.search import Bounds, Reductions
+    from explorer.search import explore as search
+    from reference_model.profiles import generation
 
     model_file = str(transitions.__file__)
     if expect_compiled != model_file.endswith(EXTENSION_SUFFIXES):

@@ -7,7 +7,7 @@ exactly what KIP-279 and KAFKA-7395 changed.
 
 from __future__ import annotations
 
-from reference_model.generations import Generation
+from reference_model.profiles import Generation
 from reference_model.state import UNDEFINED
 
 Epochs = tuple[tuple[int, int], ...]

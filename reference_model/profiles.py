@@ -5,10 +5,10 @@ Each behavioural difference between Kafka releases that changes what the model t
 epoch) is a :class:`Rule`: the Kafka change that introduced it (KIP or JIRA), the first
 release of each release line that has it (a fix backported to a bug-fix release counts from
 that release), the mode it applies to, and the broker class and method it mirrors. A
-*profile* (``generations.Generation``) is the set of rules in force for one release; it is
+*profile* (:class:`Generation`) is the set of rules in force for one release; it is
 what :func:`resolve` returns for ``2.8.2``, ``3.3.1-kraft``, ``4.0.0-elr`` and so on.
 
-Names accepted by :func:`resolve` (and so by ``generations.generation`` and
+Names accepted by :func:`resolve` (and so by :func:`generation` and
 ``run.run_scenario``):
 
 - an era alias: ``hw``, ``kip101``, ``kip279``, ``kip320``; ``kraft`` (= ``4.0.0``) and
@@ -19,16 +19,142 @@ Names accepted by :func:`resolve` (and so by ``generations.generation`` and
   ``-elr`` (KIP-966 feature on; from 4.0, the default from 4.1), ``-no-elr`` (feature off),
   ``-ibpX.Y`` (ZooKeeper broker pinned to ``inter.broker.protocol.version`` X.Y, e.g.
   ``3.3.1-ibp0.10``, which replicates like ``hw``).
+
+A :class:`Generation` is a *version profile*: the set of behavioural rules (``RULES``) in force for
+one Kafka release, mode (ZooKeeper or KRaft) and feature set, plus one boolean per rule so the
+transition function reads a flag instead of searching a set. ``generation(name)`` is the single
+entry point: it accepts the era aliases below, the KRaft aliases, any release number from 0.10.0.0
+to 4.1.x and the harness catalogue names (``3.3.1-kraft``, ``4.0.0-elr``, ``3.3.1-ibp0.10``); see
+:func:`resolve`.
+
+Era aliases (unchanged since the model's first version):
+
+``hw`` (before 0.11)
+    A follower truncates to its own HW whenever it becomes follower of a new leader (on
+    restart: the checkpointed HW). Records carry no leader epoch (message format v0/v1).
+``kip101`` (0.11 to 1.1)
+    Records carry the leader epoch; the follower asks the leader OffsetsForLeaderEpoch(its
+    latest epoch); the leader answers its LEO if that is its latest epoch, else the start
+    offset of the next higher epoch; an unknown epoch falls back to HW truncation.
+``kip279`` (2.0.0)
+    The answer is (largest epoch <= requested, its end offset); a follower lacking that epoch
+    steps back and asks again; a leader asked about an epoch newer than its own refuses.
+``kip320`` (2.1 to 3.6, ZooKeeper mode)
+    Fetch and OffsetsForLeaderEpoch carry the current leader epoch: a replica with a stale
+    epoch is fenced instead of served, and a response from a superseded epoch is dropped. A new
+    leader writes its epoch into the cache on election (KAFKA-7415), and an epoch older than
+    the cache's first entry is answered with that entry's start offset.
+``kraft`` / ``kraft-elr``
+    Kafka 4.0 (KRaft controller), without / with Eligible Leader Replicas (KIP-966).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
-from reference_model.generations import GENERATIONS, Generation, build
+from dataclasses import dataclass, fields
 
 Version = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One version profile: the rules in force, as a set and as flags (see module docstring).
+
+    Every flag is the membership of the rule of the same name in ``rules``; the rules'
+    Kafka references are in ``RULES``.
+    """
+
+    name: str
+    kafka_versions: str
+    epoch_in_log: bool  # KIP-101: message format v2, batches carry partitionLeaderEpoch
+    epoch_truncation: bool  # KIP-101 OffsetsForLeaderEpoch on becoming follower
+    epoch_walkback: bool  # KIP-279 (largest epoch <= requested, end offset) + step back
+    fencing: bool  # KIP-320 current leader epoch in Fetch / OffsetsForLeaderEpoch
+    assign_epoch_on_leader: bool  # KAFKA-7415: leader caches (epoch, LEO) on election
+    isr_join_epoch_start: bool = False  # KAFKA-7128: join ISR only past the epoch start
+    truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
+    out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
+    truncate_in_fetch: bool = False  # KAFKA-10554: truncation rides on the first Fetch
+    hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
+    kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
+    no_epoch_bump_on_isr_shrink: bool = False  # KAFKA-15021 (KRaft, metadata.version 3.6)
+    kraft_unclean_from_config: bool = False  # KAFKA-12670 (KRaft honours the config, 3.9)
+    elr: bool = False  # KIP-966 Eligible Leader Replicas
+    unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
+    controller_queue: bool = False  # ZooKeeper ControllerChannelManager: queued, in order
+    # Prevention rules (``reference_model.prevention``): they change no transition; they say
+    # which steps the broker version makes impossible.
+    session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
+    registration_needs_expired_session: bool = False  # KRaft DuplicateBrokerRegistration
+    caught_up_stays_in_isr: bool = False  # KAFKA-7152 (2.1): LEO = leader's LEO: in sync
+    elect_leaders_unclean: bool = False  # KIP-460 (2.4): ElectLeaders UNCLEAN exists
+    unclean_election_needs_offline: bool = False  # UNCLEAN: ELECTION_NOT_NEEDED with a leader
+    mode: str = "zk"  # zk | kraft
+    rules: frozenset[str] = frozenset()
+
+
+# The rule flags are Generation's boolean fields: one list, so a new rule cannot be
+# declared in one place and forgotten in the other.
+FLAGS: tuple[str, ...] = tuple(
+    f.name for f in fields(Generation) if f.name not in ("name", "kafka_versions", "mode", "rules")
+)
+
+
+def build(name: str, kafka: str, rules: frozenset[str], mode: str) -> Generation:
+    """A profile from its rule set: one flag per rule (``RULES`` documents each)."""
+    unknown = rules - set(FLAGS)
+    if unknown:
+        raise ValueError(f"unknown model rules {sorted(unknown)} (valid: {', '.join(FLAGS)})")
+    flags = {f: f in rules for f in FLAGS}
+    return Generation(name=name, kafka_versions=kafka, mode=mode, rules=rules, **flags)
+
+
+# Rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
+_ZK_ALWAYS = (
+    "session_expiry_needs_cut",
+    "unclean_election_needs_offline",
+    "controller_queue",
+)
+
+
+def _era(name: str, kafka: str, rules: tuple[str, ...], mode: str = "zk") -> Generation:
+    return build(name, kafka, frozenset(rules + _ZK_ALWAYS), mode)
+
+
+GENERATIONS: dict[str, Generation] = {
+    g.name: g
+    for g in (
+        _era("hw", "0.8 - 0.10.2", ()),
+        _era("kip101", "0.11 - 1.1", ("epoch_in_log", "epoch_truncation")),
+        _era("kip279", "2.0.0", ("epoch_in_log", "epoch_truncation", "epoch_walkback")),
+        _era(
+            "kip320",
+            "2.1 - 3.6 (ZooKeeper)",
+            (
+                "epoch_in_log",
+                "epoch_truncation",
+                "epoch_walkback",
+                "fencing",
+                "assign_epoch_on_leader",
+                "isr_join_epoch_start",
+                "truncate_on_missed_epoch",
+                "out_of_range_truncates",
+                "caught_up_stays_in_isr",
+            ),
+        ),
+    )
+}
+
+
+def generation(name: str) -> Generation:
+    """Resolve an era alias, KRaft alias, release number or catalogue name to its profile.
+
+    Raises ``ValueError`` with a one-line message listing the valid forms.
+    """
+    g = GENERATIONS.get(name)
+    if g is not None:
+        return g
+    return resolve(name)
 
 
 @dataclass(frozen=True)
@@ -60,7 +186,7 @@ RULES: dict[str, Rule] = {
             "kafka.server.epoch.LeaderEpochFileCache.assign",
             "batches carry the leader epoch and append extends leader-epoch-checkpoint",
             needs_ibp="0.11",
-            boundary="tests/test_profiles.py::test_kip101_boundary",
+            boundary="tests/unit/test_profiles.py::test_kip101_boundary",
         ),
         Rule(
             "epoch_truncation",
@@ -70,7 +196,7 @@ RULES: dict[str, Rule] = {
             "a new follower truncates by OffsetsForLeaderEpoch, not to its HW",
             needs_ibp="0.11",
             boundary="scenarios/kip101-scenario1.yaml, "
-            "tests/test_profiles.py::test_kip101_boundary",
+            "tests/unit/test_profiles.py::test_kip101_boundary",
         ),
         Rule(
             "epoch_walkback",
@@ -81,7 +207,7 @@ RULES: dict[str, Rule] = {
             "answer (largest epoch <= requested, its end); the follower steps back and asks again",
             needs_ibp="2.0",
             boundary="scenarios/kip279-fast-leader-change.yaml, "
-            "tests/test_profiles.py::test_kip279_boundary",
+            "tests/unit/test_profiles.py::test_kip279_boundary",
         ),
         Rule(
             "assign_epoch_on_leader",
@@ -91,7 +217,7 @@ RULES: dict[str, Rule] = {
             "LeaderEpochFileCache.endOffsetFor (epoch below the first entry)",
             "a new leader caches (epoch, LEO); an epoch older than the cache gets its first start",
             needs_ibp="0.11",
-            boundary="tests/test_profiles.py::test_kafka_7415_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7415_boundary",
         ),
         Rule(
             "isr_join_epoch_start",
@@ -99,7 +225,7 @@ RULES: dict[str, Rule] = {
             ("2.0.1", "2.1.0"),
             "kafka.cluster.Partition.maybeExpandIsr (leaderEpochStartOffsetOpt)",
             "a follower joins the ISR only once its LEO reaches the leader's epoch start offset",
-            boundary="tests/test_profiles.py::test_kafka_7128_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7128_boundary",
         ),
         Rule(
             "truncate_on_missed_epoch",
@@ -107,7 +233,7 @@ RULES: dict[str, Rule] = {
             ("2.0.1", "2.1.0"),
             "kafka.cluster.Partition.makeFollower (leader unchanged and epoch +0/+1 only)",
             "a follower that missed a leader epoch change truncates even if the leader is the same",
-            boundary="tests/test_profiles.py::test_kafka_7164_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7164_boundary",
         ),
         Rule(
             "out_of_range_truncates",
@@ -116,7 +242,7 @@ RULES: dict[str, Rule] = {
             "kafka.server.AbstractFetcherThread.fetchOffsetAndTruncate "
             "(before: ReplicaFetcherThread.handleOffsetOutOfRange halts)",
             "a follower ahead of the leader truncates to its LEO instead of halting the broker",
-            boundary="tests/test_profiles.py::test_kafka_7414_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_7414_boundary",
         ),
         Rule(
             "fencing",
@@ -127,7 +253,7 @@ RULES: dict[str, Rule] = {
             "stale-epoch Fetch/OffsetsForLeaderEpoch fenced, superseded responses dropped",
             needs_ibp="2.1",
             boundary="scenarios/kip320-zombie-follower.yaml, "
-            "tests/test_profiles.py::test_kip320_boundary",
+            "tests/unit/test_profiles.py::test_kip320_boundary",
         ),
         Rule(
             "truncate_in_fetch",
@@ -139,7 +265,7 @@ RULES: dict[str, Rule] = {
             "at the leader's LEO has fetched, and is back in the ISR, in the same round",
             needs_ibp="2.7",
             boundary="scenarios/kip101-scenario1.yaml, "
-            "tests/test_profiles.py::test_kafka_10554_boundary",
+            "tests/unit/test_profiles.py::test_kafka_10554_boundary",
         ),
         Rule(
             "hw_needs_min_isr",
@@ -147,7 +273,7 @@ RULES: dict[str, Rule] = {
             ("3.7.0",),
             "kafka.cluster.Partition.maybeIncrementLeaderHW (isUnderMinIsr)",
             "the leader's HW does not advance while the ISR is below min.insync.replicas",
-            boundary="tests/test_profiles.py::test_kafka_15583_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_15583_boundary",
         ),
         Rule(
             "kraft",
@@ -159,7 +285,7 @@ RULES: dict[str, Rule] = {
             "incarnation (removed from the ISR, leadership moved); the ISR is never emptied "
             "without ELR",
             mode="kraft",
-            boundary="tests/test_profiles.py::test_kraft_restart_without_detect",
+            boundary="tests/unit/test_profiles.py::test_kraft_restart_without_detect",
         ),
         Rule(
             "no_epoch_bump_on_isr_shrink",
@@ -170,7 +296,7 @@ RULES: dict[str, Rule] = {
             "an ISR shrink without a leader change keeps the leader epoch",
             mode="kraft",
             boundary="scenarios/kraft-isr-shrink-epoch.yaml, "
-            "tests/test_profiles.py::test_kafka_15021_boundary",
+            "tests/unit/test_profiles.py::test_kafka_15021_boundary",
         ),
         Rule(
             "kraft_unclean_from_config",
@@ -181,7 +307,7 @@ RULES: dict[str, Rule] = {
             "the KRaft controller honours unclean.leader.election.enable "
             "(before: ElectLeaders only)",
             mode="kraft",
-            boundary="tests/test_profiles.py::test_kafka_12670_boundary",
+            boundary="tests/unit/test_profiles.py::test_kafka_12670_boundary",
         ),
         Rule(
             "elr",
@@ -194,7 +320,7 @@ RULES: dict[str, Rule] = {
             mode="kraft",
             feature="elr",
             boundary="scenarios/kip966-last-replica-standing.yaml, "
-            "tests/test_profiles.py::test_kip966_boundary",
+            "tests/unit/test_profiles.py::test_kip966_boundary",
         ),
         Rule(
             "unclean_shutdown_detection",
@@ -230,7 +356,7 @@ RULES: dict[str, Rule] = {
             "ReplicationControlManager.handleBrokerFenced",
             "detect of a running broker that still reaches ZooKeeper (KRaft: the controller) "
             "is impossible: its session does not expire",
-            boundary="tests/test_prevention.py::test_detect_of_a_running_broker",
+            boundary="tests/unit/test_prevention.py::test_detect_of_a_running_broker",
             prevents=("detect",),
         ),
         Rule(
@@ -242,7 +368,7 @@ RULES: dict[str, Rule] = {
             "a KRaft restart the controller did not notice is impossible: the new incarnation "
             "is refused until the old session expires and the broker is fenced",
             mode="kraft",
-            boundary="tests/test_prevention.py::test_kraft_restart_before_the_controller_noticed",
+            boundary="tests/unit/test_prevention.py::test_kraft_restart_before_the_controller_noticed",
             prevents=("restart",),
         ),
         Rule(
@@ -253,7 +379,7 @@ RULES: dict[str, Rule] = {
             "(logEndOffset != leaderEndOffset; Replica.isCaughtUp from 2.7)",
             "a follower whose LEO (as the leader knows it) equals the leader's LEO is never out "
             "of sync: isr_shrink of it is impossible",
-            boundary="tests/test_prevention.py::test_kafka_7152_boundary",
+            boundary="tests/unit/test_prevention.py::test_kafka_7152_boundary",
             prevents=("isr_shrink",),
         ),
         Rule(
@@ -265,7 +391,7 @@ RULES: dict[str, Rule] = {
             "ReplicationControlManager.electLeaders",
             "an unclean election on demand exists (before: only OfflinePartitionLeaderSelector "
             "on a broker failure/startup with unclean.leader.election.enable)",
-            boundary="tests/test_prevention.py::test_kip460_boundary",
+            boundary="tests/unit/test_prevention.py::test_kip460_boundary",
             prevents=("elect",),
         ),
         Rule(
@@ -276,7 +402,7 @@ RULES: dict[str, Rule] = {
             "the leader is NoLeader or not live); ReplicationControlManager.electLeader",
             "an unclean election of an out-of-sync replica while the partition has a live "
             "leader is impossible on every release",
-            boundary="tests/test_prevention.py::test_kip460_boundary",
+            boundary="tests/unit/test_prevention.py::test_kip460_boundary",
             prevents=("elect",),
         ),
     )

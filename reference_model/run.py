@@ -12,8 +12,8 @@ from typing import Any
 
 from reference_model import verdict
 from reference_model.events import ALL, FOLLOWERS, LEADER, Event
-from reference_model.generations import Generation, generation
 from reference_model.prevention import prevented
+from reference_model.profiles import Generation, generation
 from reference_model.scenario import Scenario
 from reference_model.state import (
     ACKED,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reference_model.events import ALIAS_NAMES, KINDS, NODE_NAMES, Event, node_name
-from reference_model.generations import Generation, generation
+from reference_model.profiles import Generation, generation
 from reference_model.state import Config
 
 ALIASES = ("leader", "followers", "all")

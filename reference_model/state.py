@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final, NamedTuple
 
-from reference_model.generations import Generation
+from reference_model.profiles import Generation
 
 NO_LEADER: Final = -1
 UNDEFINED: Final = -1

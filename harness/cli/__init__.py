@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.scenario import ScenarioError
 
 

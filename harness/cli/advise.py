@@ -13,10 +13,10 @@ import json
 import sys
 from typing import Any
 
+from explorer.search import Bounds, explore
 from harness.cli import protocol_type
 from harness.generator.scenarios import catalogue, load_scenario
-from reference_model.explorer import Bounds, explore
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.run import run_scenario
 from reference_model.scenario import ScenarioError
 

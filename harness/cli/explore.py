@@ -20,11 +20,11 @@ from typing import Any
 
 import yaml
 
+from explorer.search import Bounds, Reductions, counterexample_scenario, explore
 from harness import native
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.generator import confirm
-from reference_model.explorer import Bounds, Reductions, counterexample_scenario, explore
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.scenario import to_document
 
 

@@ -22,8 +22,7 @@ from tqdm import tqdm
 from harness.checker import results
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
-from reference_model.generations import GENERATIONS, generation
-from reference_model.profiles import FORMS
+from reference_model.profiles import FORMS, GENERATIONS, generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, ScenarioError
 

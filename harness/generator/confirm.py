@@ -34,8 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from explorer.invariants import judged_violations
 from harness.db.catalogue.versions import KafkaVersion
-from reference_model.explore_invariants import judged_violations
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.db.catalogue.versions import CATALOGUE, KafkaVersion, resolve_version
-from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import GENERATIONS, generation
 
 RUN_FOLDER = "hwchaos_run_folder"
 DEFAULT_VERSION = "3.3.1"

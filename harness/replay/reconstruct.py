@@ -34,7 +34,7 @@ from typing import Any
 from harness.db.catalogue.versions import CATALOGUE
 from harness.replay.parse import BrokerLogs, Fact, ReplayError
 from reference_model.events import Event
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER

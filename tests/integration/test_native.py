@@ -153,17 +153,20 @@ def test_a_changed_source_changes_the_key_and_the_stale_build_is_not_used(
 ) -> None:
     cache, build = built
     monkeypatch.setenv("HWCHAOS_CACHE", str(cache))
-    copy = tmp_path / "reference_model"
-    shutil.copytree(native.SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    copy = tmp_path / "src"
+    for pkg in native.PACKAGES:
+        shutil.copytree(
+            native.SOURCE_ROOT / pkg, copy / pkg, ignore=shutil.ignore_patterns("__pycache__")
+        )
     assert native.build_key(copy) == build.key, "same bytes, same key"
     assert native.current(copy) == build
-    target = copy / "transitions.py"
+    target = copy / "reference_model" / "transitions.py"
     target.write_text(target.read_text() + "\n# an edit\n")
     assert native.build_key(copy) != build.key
     assert native.current(copy) is None
     stale, line = native.status(copy)
     assert stale is None and "no compiled build for the current sources" in line
-    (copy / "new_rule.py").write_text("X = 1\n")  # a new module counts too
+    (copy / "explorer" / "new_rule.py").write_text("X = 1\n")  # a new module counts too
     target.write_text(target.read_text().replace("\n# an edit\n", ""))
     assert native.build_key(copy) != build.key
 
@@ -183,7 +186,7 @@ MODEL_TESTS = [
 _RUNNER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-import reference_model.explorer, reference_model.transitions as t
+import explorer.search, reference_model.transitions as t
 import pytest
 rc = pytest.main(["-q", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
                   *sys.argv[2:]])
@@ -223,23 +226,24 @@ def test_events_cross_the_process_boundary_unchanged() -> None:
 
 
 def test_the_compiled_replace_methods_are_in_step_with_the_state_classes() -> None:
-    """``explore_replace.py`` is exactly what ``replace_source()`` generates from state.py.
+    """``explorer/_generated/replace.py`` is exactly what ``replace_source()`` generates from
+    state.py.
 
     When a state class gains a field this fails: regenerate the file with the command in
-    ``reference_model.explore_fast.replace_source``'s docstring. (Until then the search
+    ``explorer.fast_replace.replace_source``'s docstring. (Until then the search
     falls back to the interpreted ``_replace`` for that class: slower, never wrong.)
     """
-    from reference_model import explore_replace
-    from reference_model.explore_fast import _replace_for, replace_source
-    from reference_model.explore_symmetry import state_classes
+    from explorer._generated import replace as generated
+    from explorer.fast_replace import _replace_for, replace_source
+    from explorer.symmetry import state_classes
 
-    text = (native.SOURCE_DIR / "explore_replace.py").read_text()
-    assert text == replace_source(), "reference_model/explore_replace.py is stale: regenerate it"
+    text = (native.SOURCE_ROOT / "explorer" / "_generated" / "replace.py").read_text()
+    assert text == replace_source(), "explorer/_generated/replace.py is stale: regenerate it"
     for name, cls in [*state_classes().items(), ("Event", Event)]:
-        assert _replace_for(cls) is explore_replace.METHODS[name], name
+        assert _replace_for(cls) is generated.METHODS[name], name
         sample = cls._make(range(len(cls._fields)))  # type: ignore[attr-defined]
         first = cls._fields[0]  # type: ignore[attr-defined]
-        fast = explore_replace.METHODS[name](sample, **{first: "x"})
+        fast = generated.METHODS[name](sample, **{first: "x"})
         assert type(fast) is cls and fast == sample._replace(**{first: "x"})
         with pytest.raises(TypeError):
-            explore_replace.METHODS[name](sample, no_such_field=1)
+            generated.METHODS[name](sample, no_such_field=1)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from explorer.search import Bounds, counterexample_scenario, explore
 from harness.generator.confirm import (
     CLASSIFICATIONS,
     CONFIRMED,
@@ -30,8 +31,7 @@ from harness.generator.confirm import (
     model_verdict,
     summary_table,
 )
-from reference_model.explorer import Bounds, counterexample_scenario, explore
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]

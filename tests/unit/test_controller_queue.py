@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from reference_model.events import ZOOKEEPER_NODE, Event
-from reference_model.generations import generation
-from reference_model.profiles import RULES, with_rule
+from reference_model.profiles import RULES, generation, with_rule
 from reference_model.run import run_scenario
 from reference_model.scenario import Scenario
 from reference_model.transitions import apply

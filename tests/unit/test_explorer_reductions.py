@@ -13,12 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli import main
-from reference_model import explore_symmetry
-from reference_model.events import Event
-from reference_model.explore_invariants import judged_violations
-from reference_model.explore_symmetry import Canonicaliser, _build_transforms, _Same
-from reference_model.explorer import (
+from explorer import symmetry
+from explorer.invariants import judged_violations
+from explorer.search import (
     NO_REDUCTIONS,
     Bounds,
     ExploreResult,
@@ -27,7 +24,10 @@ from reference_model.explorer import (
     counterexample_scenario,
     explore,
 )
-from reference_model.generations import generation
+from explorer.symmetry import Canonicaliser, _build_transforms, _Same
+from harness.cli import main
+from reference_model.events import Event
+from reference_model.profiles import generation
 from reference_model.scenario import to_document
 from reference_model.state import Config, PartitionState, initial_state
 from reference_model.transitions import apply
@@ -169,16 +169,16 @@ def test_every_state_field_is_classified() -> None:
 
     A field holding replica indices that is copied as plain would make two states that differ
     in who is who look equal (or unequal) and silently break the reduction: classify every new
-    field in reference_model/explore_symmetry.py FIELDS (plain, replica, replica_set, ...).
+    field in explorer/symmetry.py FIELDS (plain, replica, replica_set, ...).
     """
-    assert explore_symmetry.unclassified() == []
+    assert symmetry.unclassified() == []
 
 
 def test_unclassified_field_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    fields = {k: dict(v) for k, v in explore_symmetry.FIELDS.items()}
+    fields = {k: dict(v) for k, v in symmetry.FIELDS.items()}
     del fields["Replica"]["isr"]
     del fields["Write"]
-    monkeypatch.setattr(explore_symmetry, "FIELDS", fields)
+    monkeypatch.setattr(symmetry, "FIELDS", fields)
     with pytest.raises(ValueError, match=r"Replica\.isr.*Write \(whole class\)"):
         explore(generation("hw"), Bounds())
 
@@ -271,20 +271,20 @@ def test_quick_record_labels_agree_with_the_general_labelling() -> None:
 
 
 def test_the_compiled_canonical_key_functions_are_in_step_with_the_fields() -> None:
-    """``explore_canon.py`` is exactly what ``canon_source()`` generates from ``FIELDS`` and
-    state.py, and the search uses it (compiled by ``hwchaos native build``; interpreted these
-    functions took a fifth of the compiled search). When a field changes this fails:
-    regenerate it with the command in ``canon_source``'s docstring. (Until then the search
-    ``exec``s the same functions: slower, never wrong, since ``SIGNATURE`` differs.)
+    """``explorer/_generated/canon.py`` is exactly what ``canon_source()`` generates from ``FIELDS``
+    and state.py, and the search uses it (compiled by ``hwchaos native build``; interpreted these
+    functions took a fifth of the compiled search). When a field changes this fails: regenerate it
+    with the command in ``canon_source``'s docstring. (Until then the search ``exec``s the same
+    functions: slower, never wrong, since ``SIGNATURE`` differs.)
     """
     from pathlib import Path
 
-    from reference_model import explore_canon
-    from reference_model.explore_symmetry import _namespace, canon_source, signature
+    from explorer._generated import canon
+    from explorer.symmetry import _namespace, canon_source, signature
 
-    path = Path(explore_canon.__file__).with_name("explore_canon.py")
-    assert path.read_text() == canon_source(), "reference_model/explore_canon.py is stale"
-    assert signature() == explore_canon.SIGNATURE
+    path = Path(canon.__file__).with_name("canon.py")
+    assert path.read_text() == canon_source(), "explorer/_generated/canon.py is stale"
+    assert signature() == canon.SIGNATURE
     ns = _namespace()
-    assert ns["tr_Replica"] is explore_canon.tr_Replica
-    assert ns["enc_PartitionState"] is explore_canon.enc_PartitionState
+    assert ns["tr_Replica"] is canon.tr_Replica
+    assert ns["enc_PartitionState"] is canon.enc_PartitionState

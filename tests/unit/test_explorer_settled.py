@@ -7,11 +7,11 @@ counterexamples (KIP-101 scenario 1 under ``hw``) stay.
 
 from __future__ import annotations
 
+from explorer.invariants import judged_violations, settled
+from explorer.search import Bounds, explore
 from reference_model import verdict
 from reference_model.events import Event
-from reference_model.explore_invariants import judged_violations, settled
-from reference_model.explorer import Bounds, explore
-from reference_model.generations import generation
+from reference_model.profiles import generation
 from reference_model.state import Config, PartitionState, initial_state
 from reference_model.transitions import apply
 

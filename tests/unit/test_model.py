@@ -6,7 +6,7 @@ import pytest
 
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from reference_model.events import Event
-from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import GENERATIONS, generation
 from reference_model.run import run_scenario
 from reference_model.state import Config, initial_state
 from reference_model.transitions import apply
@@ -179,8 +179,8 @@ def test_follower_ahead_of_leader(unclean: bool) -> None:
 def test_state_builders_equal_replace_on_explored_states() -> None:
     """``_with``/``_with_inflight``/``_with_controller`` build states field by field for speed
     (issue 13); each must equal the ``_replace`` it stands for, on states of a real search."""
+    from explorer.search import Bounds
     from reference_model import transitions as tr
-    from reference_model.explorer import Bounds
     from reference_model.state import FetchResponse, LogEntry, PartitionState
     from tests.unit.test_explorer_reductions import _sample_states
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference_model.events import KINDS, Event
-from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import GENERATIONS, generation
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
 from reference_model.transitions import apply
 

@@ -17,8 +17,16 @@ import pytest
 from harness.cli import main as cli_main
 from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
 from reference_model.events import Event
-from reference_model.generations import GENERATIONS, Generation, generation
-from reference_model.profiles import PREVENTION_RULES, RULES, in_release, parse_version, with_rule
+from reference_model.profiles import (
+    GENERATIONS,
+    PREVENTION_RULES,
+    RULES,
+    Generation,
+    generation,
+    in_release,
+    parse_version,
+    with_rule,
+)
 from reference_model.run import run_scenario
 from reference_model.scenario import Scenario
 from reference_model.transitions import apply

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from explorer.search import Bounds, counterexample_scenario, explore
 from harness.cli import main
 from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
-from reference_model.explorer import Bounds, counterexample_scenario, explore
-from reference_model.generations import GENERATIONS, generation
+from reference_model.profiles import GENERATIONS, generation
 from reference_model.run import run_scenario
 from reference_model.scenario import ScenarioError, parse_scenario, to_document
 

@@ -20,7 +20,7 @@ class KafkaVersion:
     name: str  # what users type: 0.10.2.1, 3.3.1, 3.3.1-ibp0.10
     release: str  # the Apache release it runs
     scala: str
-    generation: str  # reference-model profile (reference_model.generations.generation)
+    generation: str  # reference-model profile (reference_model.profiles.generation)
     message_format: str  # v1 (no leader epoch on disk) or v2
     broker_props: dict[str, str] = field(default_factory=dict)
     # Java 17 needs these for brokers of every era (sun.nio.ch access from the network layer).

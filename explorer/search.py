@@ -8,10 +8,10 @@ has been expanded.
 Reductions (issue 13), each switchable (``Reductions``, ``hwchaos explore --no-...``):
 
 - *symmetry*: states equal up to a permutation of replica indices are deduplicated as one
-  (``explore_symmetry``; every field holding indices is classified there);
+  (``explorer.symmetry``; every field holding indices is classified there);
 - *record renaming*: likewise for record ids (they are only ever compared for equality);
 - *partial-order reduction*: sleep sets skip the second order of commuting steps
-  (``explore_por``); it skips transitions, never states;
+  (``explorer.por``); it skips transitions, never states;
 - *fast _replace*: a generated ``_replace`` for the state NamedTuples during the search;
 - *compact keys*: the visited set maps interned int tuples (``Canonicaliser.compact``) to
   state ids, parent links are a list indexed by id, and a cache of recently met concrete
@@ -26,7 +26,7 @@ followers that swapped contents may later see different elections. The tests com
 minimal counterexamples with and without each reduction under several protocols and bounds;
 ``--no-symmetry`` gives the plain search when in doubt.
 
-Invariants are judged on settled states only (issue 9, ``explore_invariants``), and a
+Invariants are judged on settled states only (issue 9, ``explorer.invariants``), and a
 transition the explored profile makes impossible (``reference_model.prevention``) is never
 taken.
 
@@ -40,13 +40,14 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from explorer.fast_replace import fast_replace
+from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
+from explorer.por import COMMUTING, independent
+from explorer.symmetry import Canonicaliser
+from explorer.symmetry_runtime import clear_cache
 from reference_model.events import Event
-from reference_model.explore_fast import fast_replace
-from reference_model.explore_invariants import TRANSITION_INVARIANTS, judged_violations
-from reference_model.explore_por import COMMUTING, independent
-from reference_model.explore_symmetry import Canonicaliser, clear_cache
-from reference_model.generations import Generation
 from reference_model.prevention import PREVENTABLE, prevented
+from reference_model.profiles import Generation
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
 from reference_model.transitions import apply
@@ -87,8 +88,8 @@ class Reductions(NamedTuple):
 
     ``symmetry``: states equal up to a permutation of replica indices are one state.
     ``record_renaming``: states equal up to a renaming of record ids are one state.
-    ``por``: sleep-set partial-order reduction over commuting steps (``explore_por``).
-    ``fast_replace``: the generated NamedTuple ``_replace`` (``explore_fast``), speed only.
+    ``por``: sleep-set partial-order reduction over commuting steps (``explorer.por``).
+    ``fast_replace``: the generated NamedTuple ``_replace`` (``explorer.fast_replace``), speed only.
     ``compact_keys``: the visited set holds interned int tuples (``Canonicaliser.compact``)
     instead of canonical states, speed and memory only (same equality).
     """
@@ -187,7 +188,7 @@ def explore(
     the search stops there (not exhausted): callers with a time budget keep the clock. The
     cyclic garbage collector is paused meanwhile: states are acyclic tuples, and its scans of
     the ever-growing visited set cost a third of the run time. ``settled_only`` judges state
-    invariants on settled states only (``explore_invariants``).
+    invariants on settled states only (``explorer.invariants``).
     """
     enabled = gc.isenabled()
     gc.disable()

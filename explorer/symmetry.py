@@ -54,6 +54,9 @@ REPLICA = Kind("replica")  # one replica index, or a negative sentinel (NO_LEADE
 REPLICA_SET = Kind("replica_set")  # frozenset of replica indices
 PER_REPLICA_PLAIN = Kind("per_replica_plain")  # tuple indexed by replica, plain elements
 RECORD = Kind("record")  # one record id
+# frozenset of directed links (src, dst): broker indices, or negative network nodes
+# (controller, ZooKeeper, client) that no renaming touches (PartitionState.cuts)
+LINK_SET = Kind("link_set")
 
 
 def nested(cls: str) -> Kind:
@@ -135,9 +138,8 @@ FIELDS: dict[str, dict[str, Kind]] = {
         "writes": multiset("Write"),
         "crashes": PLAIN,
         "power_losses": PLAIN,
-        # Always empty in explored states: the explorer generates no partition/heal events
-        # (a non-empty link set would need renaming its broker indices).
-        "cuts": PLAIN,
+        # partition/heal (``Bounds.partitions``): each link's broker ends are renamed
+        "cuts": LINK_SET,
     },
 }
 
@@ -199,6 +201,8 @@ def _field_expr(kind: Kind, v: str, prefix: str = "enc_") -> str:
         return f"(pm[{v}] if {v} >= 0 else {v})"
     if tag == "replica_set":
         return f"_mask({v}, pm)"
+    if tag == "link_set":
+        return f"tuple(sorted([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in {v}]))"
     if tag == "per_replica_plain":
         return f"tuple([{v}[k] for k in inv])"
     if tag == "record":
@@ -369,6 +373,8 @@ def _transform_expr(kind: Kind, v: str) -> str:
         return f"(pm[{v}] if {v} >= 0 else {v})"
     if tag == "replica_set":
         return f"frozenset([pm[j] for j in {v}])"
+    if tag == "link_set":
+        return f"frozenset([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in {v}])"
     if tag == "per_replica_plain":
         return f"tuple([{v}[k] for k in inv])"
     if tag == "record":
@@ -479,13 +485,19 @@ class Canonicaliser:
         self._ids_writes: dict[Any, int] = {}
         ps_names = tuple(ps_fields)
         if ps_names[:4] != ("replicas", "controller", "inflight", "writes") or any(
-            FIELDS["PartitionState"][f] != PLAIN for f in ps_names[4:]
+            FIELDS["PartitionState"][f] not in (PLAIN, LINK_SET) for f in ps_names[4:]
         ):
             raise ValueError(
                 "explorer compact keys: PartitionState must start with replicas, controller, "
-                f"inflight, writes and hold only plain fields after them, not {ps_names}"
+                f"inflight, writes and hold only plain fields or link sets after them, "
+                f"not {ps_names}"
             )
         self._rest_start = 4
+        # link-set fields after writes (cuts): relabelled like key() does, not copied
+        self._link_fields = [
+            i for i, f in enumerate(ps_names) if FIELDS["PartitionState"][f] == LINK_SET
+        ]
+        self._tr_links = _build_field_transform(LINK_SET)
         writes_kind = FIELDS["PartitionState"]["writes"]
         self._tr_writes = _build_field_transform(writes_kind)
 
@@ -585,7 +597,11 @@ class Canonicaliser:
             ids = self._ids_writes
             c = memo[mk] = ids.setdefault(t, len(ids))
         out.append(c)
-        out.extend(st[self._rest_start :])
+        rest = list(st[self._rest_start :])
+        for i in self._link_fields:
+            if st[i]:
+                rest[i - self._rest_start] = self._tr_links(st[i], pm, inv, rmap)
+        out.extend(rest)
         return tuple(out)
 
     def _orders(self, st: PartitionState) -> list[tuple[int, ...]]:

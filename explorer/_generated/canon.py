@@ -25,7 +25,7 @@ from reference_model.state import (
     Write,
 )
 
-SIGNATURE: Final = "30fc2f1f881b571a27fff602b80532cb5294e97a2ef54796dc3052fc4a55771b"
+SIGNATURE: Final = "5895b1d9a96f11b978e073809214e7929a8eab12641793de9da73e59971ee79a"
 _new: Final = tuple.__new__
 order_LogEntry: Final = _record_order_key(1)
 order_Replica: Final = repr
@@ -138,7 +138,8 @@ def enc_PartitionState(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
     f3 = _sorted_ms(x, enc_Write, pm, inv, rf)
     f4 = o[4]
     f5 = o[5]
-    f6 = o[6]
+    x = o[6]
+    f6 = tuple(sorted([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in x]))
     t = (f0, f1, f2, f3, f4, f5, f6)
     return t
 
@@ -245,7 +246,8 @@ def encn_PartitionState(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
     f3 = tuple([encn_Write(e, pm, inv, rf) for e in x])
     f4 = o[4]
     f5 = o[5]
-    f6 = o[6]
+    x = o[6]
+    f6 = tuple(sorted([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in x]))
     t = (f0, f1, f2, f3, f4, f5, f6)
     return t
 
@@ -354,6 +356,7 @@ def tr_PartitionState(o: Any, pm: Any, inv: Any, rn: Any) -> Any:
     f3 = _ordered_ms(x, tr_Write, pm, inv, rn, order_Write)
     f4 = o[4]
     f5 = o[5]
-    f6 = o[6]
+    x = o[6]
+    f6 = frozenset([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in x])
     t = (f0, f1, f2, f3, f4, f5, f6)
     return _new(PartitionState, t)

@@ -82,6 +82,10 @@ def main(args: argparse.Namespace) -> int:
         checkpoints=not args.no_checkpoint,
         split_fetch=args.split_fetch,
         delayed_leader_and_isr=args.delayed_leader_and_isr,
+        partitions=args.partitions,
+        one_way=args.one_way,
+        failover=args.failover,
+        clean_shutdown=args.clean_shutdown,
     )
     reductions = Reductions(
         symmetry=not args.no_symmetry,

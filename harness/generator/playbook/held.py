@@ -76,6 +76,7 @@ class HeldSteps(Settling):
                 "(harness.nemesis.failover.prepare adds one when the model has this step)"
             )
         t0 = time.perf_counter()
+        counts = {n: (self._lai_sent(n), self._lai_done(n)) for n in self.names}
         frozen = self.failover.freeze()
         healed = ""
         net = self.cluster.network
@@ -104,21 +105,32 @@ class HeldSteps(Settling):
                     self.timeout,
                     self._seen,
                 )
+                self._forget_dead_controller(counts)
             finally:
                 if self.leader() != name:
                     self._hold(name)
                 else:
                     self._leader_ready(name)
             note = f"; {name} processed the new controller's current state"
-        # What the dead controller had sent (and queued) no longer counts.
-        for n in self.names:
-            self._lai_base[n] = (self._lai_sent(n), self._lai_done(n))
+        self._forget_dead_controller(counts)
         self.failover.restore_standby(frozen)
         took = time.perf_counter() - t0
         what = f" (healed {healed} while it was frozen)" if healed else ""
         return (
             f"realised: controller {frozen} frozen{what}, failed over to {new}{note}, {took:.1f} s"
         )
+
+    def _forget_dead_controller(self, counts: dict[str, tuple[int, int]]) -> None:
+        """LeaderAndIsr fences count from the failover: the dead controller's queue is lost.
+
+        ``counts``: per broker, LeaderAndIsr sent and processed before the freeze. What
+        the new controller sends from then on is pending until processed. A broker the
+        harness held paused may also process the one request the dead controller had on
+        the wire when it runs again; it comes first (same connection order), so the fence
+        can at worst pass between the two, milliseconds apart.
+        """
+        for n, (sent, done) in counts.items():
+            self._lai_base[n] = (sent, done)
 
     def _rejoin(self, k: int, name: str) -> str:
         """Fence after the controller's link to ``name`` heals.

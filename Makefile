@@ -1,5 +1,5 @@
 # The two commands the README promises: `make demo` (main job) and `make test` (tests).
-.PHONY: setup test test-fast test-integration test-system lint demo bench clean
+.PHONY: setup test test-fast test-integration test-system lint generate demo bench docs clean
 
 VENV := .venv/bin
 RESULTS ?= results
@@ -10,6 +10,13 @@ setup:
 lint: setup
 	$(VENV)/ruff check .
 	$(VENV)/mypy
+
+# Regenerate the explorer's generated modules from the model's state classes (after adding a
+# state field or a classified field); tests/unit/test_explorer_reductions.py and
+# tests/integration/test_native.py fail while they are stale.
+generate: setup
+	$(VENV)/python -c "from explorer.symmetry import canon_source as s; print(s(), end='')" > explorer/_generated/canon.py
+	$(VENV)/python -c "from explorer.fast_replace import replace_source as s; print(s(), end='')" > explorer/_generated/replace.py
 
 # Everything the machine can run: unit, integration and system tiers (what CI runs).
 test: setup lint
@@ -34,6 +41,10 @@ demo: setup
 # benchmarks/bench_*.py). HWCHAOS_BENCH_SCALE_ROWS=200000000 adds the long Spark scale run.
 bench: setup
 	nice -n 10 $(VENV)/python benchmarks/table.py
+
+# The tables of docs/model.md, regenerated from reference_model/profiles.RULES.
+docs: setup
+	$(VENV)/python scripts/gen_docs.py
 
 clean:
 	rm -rf $(RESULTS) .pytest_cache .mypy_cache .ruff_cache

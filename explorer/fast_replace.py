@@ -6,6 +6,16 @@ The transition rules call it several times per event. The replacement is generat
 from ``_fields`` (so fields added later are covered), has the same meaning (keyword-only,
 unknown names raise ``TypeError``), and is installed for the duration of a search and removed
 afterwards, so the model's own modules stay untouched.
+
+Why this patches the model's classes during a search (the one place the explorer does): the
+rules are written readably, with ``_replace`` (``reference_model.state.with_replica`` and
+friends), and the model may not import the explorer, so the only way to give the rules a
+faster ``_replace`` without writing speed code into them is to install it on the classes they
+already call. The patch is scoped (``fast_replace`` is a context manager, restored on any
+exit), same meaning by construction, and switchable (``Reductions.fast_replace``,
+``hwchaos explore --no-fast-replace``); the explorer's tests compare results with it on and
+off. The compiled variant is generated into ``explorer/_generated/replace.py``
+(``make generate``).
 """
 
 from __future__ import annotations

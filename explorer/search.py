@@ -40,10 +40,10 @@ from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from explorer.canonical import Canonicaliser
 from explorer.fast_replace import fast_replace
 from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
-from explorer.symmetry import Canonicaliser
 from explorer.symmetry_runtime import clear_cache
 from reference_model.events import CONTROLLER_NODE, ZOOKEEPER_NODE, Event
 from reference_model.prevention import PREVENTABLE, prevented

@@ -8,7 +8,7 @@ it acts, naming the broker code it mirrors:
 
 - broker cut from the controller: LeaderAndIsr/UpdateMetadata (KRaft: the broker's metadata
   fetches) do not reach it; they wait in ``Controller.held`` until the cut heals
-  (``transitions._deliver``, ``ControllerChannelManager`` in ZooKeeper mode,
+  (``transitions.deliver``, ``ControllerChannelManager`` in ZooKeeper mode,
   ``BrokerMetadataListener``/``MetadataLoader`` fetching from the quorum in KRaft);
 - broker cut from its *session node* (ZooKeeper in ZooKeeper mode, the controller in KRaft):
   its session can expire, so ``detect`` of a running broker is the controller's failure

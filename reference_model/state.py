@@ -163,3 +163,35 @@ def initial_state(config: Config, leader: int = 0) -> PartitionState:
         controller=Controller(leader=leader, epoch=0, isr=everyone, live=everyone),
         inflight=(None,) * n,
     )
+
+
+# ------------------------------------------------------------ rebuilding a state, readably
+# Most steps change one replica, its in-flight fetch or the controller's view. These say so in
+# one call; they are plain ``_replace`` (the explorer installs a faster ``_replace`` for the
+# duration of a search, generated from these classes: ``explorer.fast_replace``).
+
+
+def with_replica(st: PartitionState, i: int, rep: Replica) -> PartitionState:
+    """``st`` with replica ``i`` replaced by ``rep``."""
+    reps = list(st.replicas)
+    reps[i] = rep
+    return st._replace(replicas=tuple(reps))
+
+
+def with_inflight(
+    st: PartitionState, i: int, rep: Replica | None, f: int, resp: FetchResponse | None
+) -> PartitionState:
+    """``st`` with replica ``i`` replaced by ``rep`` (unless None) and follower ``f``'s
+    in-flight fetch response by ``resp``; ``st`` itself when nothing changes."""
+    if rep is not None:
+        st = with_replica(st, i, rep)
+    if st.inflight[f] is resp:
+        return st
+    inflight = list(st.inflight)
+    inflight[f] = resp
+    return st._replace(inflight=tuple(inflight))
+
+
+def with_controller(st: PartitionState, ctrl: Controller) -> PartitionState:
+    """``st`` with the controller's view replaced by ``ctrl``."""
+    return st._replace(controller=ctrl)

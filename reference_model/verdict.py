@@ -1,6 +1,6 @@
 """What a state means: lost acknowledged writes, divergent offsets, invariant violations.
 
-Definitions are BACKGROUND.md's "What counts as lost": a write is lost when it was
+Definitions are docs/background.md's "What counts as lost": a write is lost when it was
 acknowledged and the partition's final leader does not hold it at the acknowledged offset.
 When the partition is offline the replica a clean election would pick when it returns (the
 first ISR member; under KIP-966 with an empty ISR, the first ELR member) stands in for the

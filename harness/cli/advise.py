@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from explorer.search import Bounds, explore
-from harness.cli import protocol_type
+from harness.cli.types import profile_type as protocol_type
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.profiles import generation
 from reference_model.run import run_scenario
@@ -72,13 +72,20 @@ def advise(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos advise", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("--acks", choices=["0", "1", "all"], default="all")
     p.add_argument("--min-insync", type=int, default=2)
     p.add_argument("--rf", type=int, default=3)
     p.add_argument("--unclean", action="store_true")
-    p.add_argument("--protocol", type=protocol_type, default="kip320", help="era or Kafka release")
+    p.add_argument(
+        "--profile",
+        "--protocol",
+        dest="protocol",
+        type=protocol_type,
+        default="kip320",
+        help="era or Kafka release",
+    )
     p.add_argument(
         "--explore-replicas",
         type=int,
@@ -86,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         help="replicas for the explorer search (0 skips it)",
     )
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if not 1 <= args.rf <= 5 or not 1 <= args.min_insync <= args.rf:
         print("hwchaos advise: need 1 <= --min-insync <= --rf <= 5", file=sys.stderr)
         return 2
@@ -126,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{bounds.replicas} replicas loses an acknowledged write"
             )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos advise", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

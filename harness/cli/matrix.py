@@ -20,6 +20,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.checker import results
+from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.profiles import FORMS, GENERATIONS, generation
@@ -166,20 +167,24 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
         yield Cell(s, target, s.acks, s.min_insync, s.unclean, s.rf, n)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("--out", required=True, help="results folder (resumable)")
     p.add_argument("--model-only", action="store_true", help="reference model only")
-    p.add_argument("--protocols", default=",".join(GENERATIONS))
+    p.add_argument(
+        "--profiles",
+        "--protocols",
+        dest="protocols",
+        default=",".join(GENERATIONS),
+        help="model profiles (model-only runs)",
+    )
     p.add_argument("--versions", default="0.10.2.1,3.3.1", help="Kafka versions (broker runs)")
     p.add_argument("--backend", default="local", choices=["local", "docker"])
     p.add_argument("--scenarios", nargs="*", help="scenario files (default: the catalogue)")
-    p.add_argument("--acks", default="", help="e.g. 1,all (default: each scenario's own)")
-    p.add_argument("--min-insync", default="", help="e.g. 1,2 (default: each scenario's own)")
-    p.add_argument("--unclean", default="", help="e.g. false,true (default: scenario's own)")
-    p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
-    p.add_argument("--records", default="1", help="records per produce step")
-    args = p.parse_args(argv)
+    add_overrides(p, lists=True)
+
+
+def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
         planned = list(cells(args))
@@ -209,13 +214,19 @@ def main(argv: list[str] | None = None) -> int:
         if cell.model_only:
             write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
         else:
-            from harness.generator.runner import run_on_brokers
+            from harness.trial import run_on_brokers
 
             ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
             failures += 0 if ok else 1
     (out / "skipped.txt").write_text("\n".join(skipped) + ("\n" if skipped else ""))
     print(f"matrix complete: {len(todo)} cells in {root}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
     if reason is not None:
         pytest.skip(reason)
     if network:
-        from harness.db.runtime.netns import network_available
+        from harness.db.runtime.linkcuts import network_available
 
         why = network_available()
         if settings.backend != "local" or why is not None:

@@ -27,7 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"play every scenario file on these Kafka versions ({', '.join(CATALOGUE)})",
     )
     g.addoption(
+        "--hwchaos-profile",
         "--hwchaos-protocol",
+        dest="hwchaos_protocol",
         default="",
         metavar="P1,P2",
         help=f"also check every scenario file against the model alone ({', '.join(GENERATIONS)})",
@@ -83,7 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
             generation(p)  # a generation name, a release number or a catalogue name
         except ValueError:
             raise pytest.UsageError(
-                f"--hwchaos-protocol: unknown generation {p!r} (known: {', '.join(GENERATIONS)}, "
+                f"--hwchaos-profile: unknown profile {p!r} (known: {', '.join(GENERATIONS)}, "
                 "or a Kafka release such as 2.0.1)"
             ) from None
     # Resolved once, against the directory pytest was started in: JVMs run elsewhere.

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from explorer import symmetry
+from explorer.canonical import Canonicaliser
 from explorer.invariants import judged_violations
 from explorer.search import (
     NO_REDUCTIONS,
@@ -24,7 +25,8 @@ from explorer.search import (
     counterexample_scenario,
     explore,
 )
-from explorer.symmetry import Canonicaliser, _build_transforms, _Same
+from explorer.symmetry import _build_transforms
+from explorer.symmetry_runtime import _Same
 from harness.cli import main
 from reference_model.events import Event
 from reference_model.profiles import generation

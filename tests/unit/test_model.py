@@ -1,4 +1,4 @@
-"""The reference model pinned against the outcomes BACKGROUND.md and KIP-101 describe."""
+"""The reference model pinned against the outcomes docs/background.md and KIP-101 describe."""
 
 from __future__ import annotations
 
@@ -177,14 +177,20 @@ def test_follower_ahead_of_leader(unclean: bool) -> None:
 
 
 def test_state_builders_equal_replace_on_explored_states() -> None:
-    """``_with``/``_with_inflight``/``_with_controller`` build states field by field for speed
-    (issue 13); each must equal the ``_replace`` it stands for, on states of a real search."""
+    """``state.with_replica``/``with_inflight``/``with_controller`` each equal the
+    ``_replace`` they stand for, on states of a real search (and ``with_inflight`` returns the
+    very state when nothing changes: the explorer relies on that to spot no-op steps)."""
     from explorer.search import Bounds
-    from reference_model import transitions as tr
-    from reference_model.state import FetchResponse, LogEntry, PartitionState
+    from reference_model.state import (
+        FetchResponse,
+        LogEntry,
+        PartitionState,
+        with_controller,
+        with_inflight,
+        with_replica,
+    )
     from tests.unit.test_explorer_reductions import _sample_states
 
-    assert PartitionState._fields == tr._PS_FIELDS
     # five levels of a breadth-first search, in-flight fetches included
     seen = _sample_states("kip320", Bounds(replicas=3, split_fetch=True), 10**9, levels=5)
     resp = FetchResponse(0, 1, 0, (LogEntry(1, "m9"),), 0)
@@ -193,18 +199,18 @@ def test_state_builders_equal_replace_on_explored_states() -> None:
         for i in range(3):
             other = st.replicas[(i + 1) % 3]
             reps = (*st.replicas[:i], other, *st.replicas[i + 1 :])
-            assert tr._with(st, i, other) == st._replace(replicas=reps)
-            assert type(tr._with(st, i, other)) is PartitionState
+            assert with_replica(st, i, other) == st._replace(replicas=reps)
+            assert type(with_replica(st, i, other)) is PartitionState
             for f in range(3):
                 for r in (None, resp):
                     inf = (*st.inflight[:f], r, *st.inflight[f + 1 :])
                     want = st._replace(replicas=reps, inflight=inf)
-                    assert tr._with_inflight(st, i, other, f, r) == want
-                    assert tr._set_inflight(st, f, r) == st._replace(inflight=inf)
+                    assert with_inflight(st, i, other, f, r) == want
+                    assert with_inflight(st, f, None, f, r) == st._replace(inflight=inf)
                     if st.inflight[f] is r:
-                        assert tr._set_inflight(st, f, r) is st  # no change: the same object
+                        assert with_inflight(st, f, None, f, r) is st  # no change: same object
             checked += 1
         ctrl = st.controller._replace(epoch=st.controller.epoch + 1)
-        assert tr._with_controller(st, ctrl) == st._replace(controller=ctrl)
+        assert with_controller(st, ctrl) == st._replace(controller=ctrl)
     assert checked > 1000
     assert any(any(x is not None for x in st.inflight) for st in seen)

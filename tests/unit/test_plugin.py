@@ -60,6 +60,12 @@ def test_one_item_per_scenario_and_target(pytester: pytest.Pytester) -> None:
     assert "other.yaml" not in res.stdout.str()
 
 
+def test_hwchaos_profile_is_the_word_and_protocol_its_alias(pytester: pytest.Pytester) -> None:
+    scenario(pytester, "one", "")
+    res = pytester.runpytest("-p", "hwchaos", "--hwchaos-profile", "kip320", "--collect-only", "-q")
+    res.stdout.fnmatch_lines(["*one.yaml::one[[]model:kip320[]]"])
+
+
 def test_a_broken_scenario_file_fails_with_the_loader_line(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", broken="brokers: [A]\nsteps:\n  - crash: Z\n")
     res = pytester.runpytest("-p", "hwchaos", "--hwchaos-protocol", "hw", "-q")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
+from harness.db.mode.zookeeper import LeaderAndIsrLog
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import StepPrevented, wait_until
 from harness.generator.playbook.settle import Settling
@@ -24,12 +25,10 @@ class HeldSteps(Settling):
     """Cut a broker from the controller before it acts; deliver what was held back."""
 
     def _mark_held(self, names: Iterable[str]) -> None:
-        """LeaderAndIsr counters of brokers about to be cut from the controller."""
-        if self.kraft:
-            return
+        """Where brokers about to be cut from the controller stand (the mode's Decisions)."""
         for n in names:
             if n not in self.cut_from_controller():
-                self._lai_base[n] = (self._lai_sent(n), self._lai_done(n))
+                self.decisions.mark(n)
 
     def hold_from_controller(self, names: Iterable[str]) -> str:
         """Cut the controller(s) from each broker in ``names`` both ways, before it acts."""
@@ -39,11 +38,7 @@ class HeldSteps(Settling):
         self._mark_held(names)
         new = self._cut(both_ways((c, n) for n in names for c in self._controllers()))
         self._sync_sessions()
-        how = (
-            "the harness's session keeper heartbeats for it"
-            if self.kraft
-            else "it keeps its ZooKeeper session"
-        )
+        how = self.cluster.mode.held_session_note
         return f"realised: hold {','.join(names)}: iptables DROP {self._show(new)} ({how})"
 
     def do_leader_and_isr(self, k: int, ev: Event, name: str) -> str:
@@ -67,16 +62,22 @@ class HeldSteps(Settling):
         (``ReplicaStateMachine.startup``). KRaft has no such queue to lose: a broker cut
         from the quorum fetches the metadata log from where it stopped.
         """
-        if self.kraft:
-            # As the model: nothing queued to lose, nothing played.
+        if not isinstance(self.decisions, LeaderAndIsrLog):
+            # KRaft, as the model: nothing queued to lose, nothing played.
             return "KRaft: the metadata log survives a controller failover; not played"
         if self.failover is None:
             raise StepPrevented(
                 f"step {k}: controller_failover: the cluster has no spare controller broker "
                 "(harness.nemesis.failover.prepare adds one when the model has this step)"
             )
+        # LeaderAndIsr fences count from the failover: what the new controller sends from
+        # then on is pending until processed; the dead controller's queue never comes. A
+        # broker the harness held paused may also process the one request the dead
+        # controller had on the wire; it comes first on that connection, so a fence can at
+        # worst pass between the two, milliseconds apart.
+        log = self.decisions
         t0 = time.perf_counter()
-        counts = {n: (self._lai_sent(n), self._lai_done(n)) for n in self.names}
+        counts = {n: (log.sent(n), log.done(n)) for n in self.names}
         frozen = self.failover.freeze()
         healed = ""
         net = self.cluster.network
@@ -85,7 +86,7 @@ class HeldSteps(Settling):
             ctl = set(self._controllers())
             links = [(s, d) for s, d in net.cuts() if s in ctl or d in ctl]
             healed = self._show(self._uncut(links)) if links else ""
-        done0 = self._lai_done(name)
+        done0 = log.done(name)
         running = [
             n
             for n in self.names
@@ -100,37 +101,25 @@ class HeldSteps(Settling):
             self._release(name)
             try:
                 wait_until(
-                    lambda: self._lai_done(name) > done0,
+                    lambda: log.done(name) > done0,
                     f"{name} to process the new controller's LeaderAndIsr",
                     self.timeout,
                     self._seen,
                 )
-                self._forget_dead_controller(counts)
+                log.base.update(counts)
             finally:
                 if self.leader() != name:
                     self._hold(name)
                 else:
                     self._leader_ready(name)
             note = f"; {name} processed the new controller's current state"
-        self._forget_dead_controller(counts)
+        log.base.update(counts)
         self.failover.restore_standby(frozen)
         took = time.perf_counter() - t0
         what = f" (healed {healed} while it was frozen)" if healed else ""
         return (
             f"realised: controller {frozen} frozen{what}, failed over to {new}{note}, {took:.1f} s"
         )
-
-    def _forget_dead_controller(self, counts: dict[str, tuple[int, int]]) -> None:
-        """LeaderAndIsr fences count from the failover: the dead controller's queue is lost.
-
-        ``counts``: per broker, LeaderAndIsr sent and processed before the freeze. What
-        the new controller sends from then on is pending until processed. A broker the
-        harness held paused may also process the one request the dead controller had on
-        the wire when it runs again; it comes first (same connection order), so the fence
-        can at worst pass between the two, milliseconds apart.
-        """
-        for n, (sent, done) in counts.items():
-            self._lai_base[n] = (sent, done)
 
     def _rejoin(self, k: int, name: str) -> str:
         """Fence after the controller's link to ``name`` heals.
@@ -171,31 +160,5 @@ class HeldSteps(Settling):
         return f"{name} {again}processed the controller's requests {took:.1f}s after the heal"
 
     def _settle_after_cut(self, name: str, expired: bool) -> None:
-
-        if self.kraft:
-            wait_until(
-                lambda: self._applied_or_none(name),
-                f"{name} to apply the controller's latest decision after the heal",
-                self.timeout,
-                self._seen,
-            )
-            return
-        if expired:
-            # The controller dropped its channel to the expired session (queued requests
-            # with it) and sends the new registration a LeaderAndIsr of its own.
-            done0 = self._lai_base.get(name, (0, self._lai_done(name)))[1]
-            wait_until(
-                lambda: self._lai_done(name) > done0,
-                f"{name} to process a LeaderAndIsr after registering again",
-                self.timeout,
-                self._seen,
-            )
-            self._lai_base[name] = (self._lai_sent(name), self._lai_done(name))
-            return
-        sent0, done0 = self._lai_base.get(name, (self._lai_sent(name), self._lai_done(name)))
-        wait_until(
-            lambda: (self._lai_sent(name) - sent0) - (self._lai_done(name) - done0) <= 0,
-            f"{name} to process the LeaderAndIsr requests held back from it",
-            self.timeout,
-            self._seen,
-        )
+        """Fence: ``name`` acted on what the cut held back (the mode's Decisions)."""
+        self.decisions.after_heal(name, expired, self._wait)

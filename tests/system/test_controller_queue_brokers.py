@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
 
 pytestmark = pytest.mark.broker
@@ -42,7 +42,7 @@ def test_held_leader_and_isr_on_real_brokers(scenario: str, version: str, tmp_pa
     if reason is not None:
         pytest.skip(f"the scenario cuts links: {reason}")
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
-    info, prediction, verdict = play(
+    info, prediction, verdict, _record = trial(
         sc, resolve_version(version), "local", tmp_path / "run", "t", progress=lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")

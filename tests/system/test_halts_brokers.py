@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from harness import trial as trial_module
 from harness.db.catalogue.versions import resolve_version
-from harness.generator import runner
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 from reference_model.run import run_scenario
 from tests.system.test_brokers import jvms_under, require
 
@@ -28,7 +29,7 @@ FATAL = "Exiting because log truncation is not allowed"
 def test_predicted_halts_match_on_0_10_2_1(tmp_path: Path) -> None:
     require("0.10.2.1")
     sc = load_scenario(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
-    info, _pred, verdict = runner.play(
+    info, _pred, verdict, _record = trial(
         sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")
@@ -48,9 +49,9 @@ def test_unpredicted_halt_is_a_diff_naming_step_and_line(
 ) -> None:
     """Mutation: the harness judges the exits against a model that never halts."""
     require("0.10.2.1")
-    monkeypatch.setattr(runner, "run_scenario", lambda s, _g: run_scenario(s, "2.1.1"))
+    monkeypatch.setattr(trial_module, "run_scenario", lambda s, _g: run_scenario(s, "2.1.1"))
     sc = load_scenario(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
-    info, _pred, verdict = runner.play(
+    info, _pred, verdict, _record = trial(
         sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")

@@ -63,6 +63,19 @@ class Replica(NamedTuple):
         return self.epochs[-1][0] if self.epochs else UNDEFINED
 
 
+class QueuedLeaderAndIsr(NamedTuple):
+    """A LeaderAndIsr waiting in the ZooKeeper controller's queue for one broker.
+
+    ``ControllerChannelManager`` keeps one queue per live broker (see
+    ``reference_model.controller_queue``): the decision as it was when it was made.
+    """
+
+    broker: int  # the broker it is for
+    leader: int
+    epoch: int
+    isr: frozenset[int]
+
+
 class Controller(NamedTuple):
     """The controller's view, i.e. what ZooKeeper (or KRaft) holds for the partition.
 
@@ -78,6 +91,9 @@ class Controller(NamedTuple):
     held: frozenset[int] = frozenset()  # brokers whose LeaderAndIsr is delayed in the network
     elr: frozenset[int] = frozenset()  # KIP-966 EligibleLeaderReplicas (KRaft + ELR only)
     last_known_elr: frozenset[int] = frozenset()  # KIP-966 LastKnownElr: the last leader
+    # ZooKeeper mode: LeaderAndIsr requests waiting for a broker that cannot hear the
+    # controller now, oldest first (rule ``controller_queue``).
+    queued: tuple[QueuedLeaderAndIsr, ...] = ()
 
 
 class FetchResponse(NamedTuple):

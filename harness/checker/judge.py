@@ -115,6 +115,17 @@ def judge(prediction: RunResult, record: RunRecord) -> Verdict | None:
     if sorted(seen) != sorted(pj["outcomes"]):
         verdict.model_match = False
         verdict.verdict = "model_mismatch"
+    verdict.halts = list(record.final.get("halts", []))
+    unpredicted = [h for h in verdict.halts if not h["predicted"]]
+    if unpredicted:
+        # A broker that stopped itself where the model has it running is a diff, named by
+        # the step it was seen at and the broker's own fatal line (playbook/halts.py).
+        verdict.model_match = False
+        verdict.verdict = "model_mismatch"
+        verdict.reason = "; ".join(
+            f"step {h['step']}: {h['broker']} exited, not predicted: {h['line']}"
+            for h in unpredicted
+        )
     if record.stop_before is not None:
         verdict.prevented_step, verdict.prevented_reason = record.stop_before
         verdict.harness_note = record.harness_note

@@ -25,6 +25,7 @@ from harness.checker import results
 from harness.checker.diff import Verdict, diff_logs
 from harness.checker.judge import log_frames, observed_rows
 from harness.checker.report import write_report
+from harness.checker.verdicts import two_verdicts
 from harness.generator.record import RunRecord
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario, to_document
@@ -97,6 +98,7 @@ def write_outcome(
     results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
     verdict_doc = {
         **asdict(info),
+        **two_verdicts(info).to_json(),  # agreement and safety, kept apart
         "verdict_detail": asdict(verdict) if verdict else None,
         "run_folder": str(folder),
     }

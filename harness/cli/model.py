@@ -36,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
 
     scenario = load_scenario(args.scenario).with_overrides(**overrides(args))  # type: ignore[arg-type]
     result = run_scenario(scenario, args.kafka or args.protocol)
+    if not args.json:
+        # What the model was run with, in Kafka's names: a file's setting that was ignored, or
+        # an override that changed it, is visible before the first step.
+        print(f"settings: {scenario.settings_text()}; rules of {args.kafka or args.protocol}")
     if args.explain:
         from reference_model.explain import explain_json, format_explain
         from reference_model.profiles import describe_rules

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.checker.verdicts import two_verdicts
 from harness.cli.overrides import add_overrides, overrides
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.versions import CATALOGUE, resolve_version
@@ -22,6 +23,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["local", "docker"], default="local")
     p.add_argument("--out", default="runs", help="parent folder of run folders")
     p.add_argument("--json", action="store_true", help="print the verdict object")
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 when the run loses an acknowledged write or leaves replicas divergent, "
+        "even as predicted (default: the exit status is the model agreement)",
+    )
     add_overrides(p)
     p.add_argument(
         "--controllers",
@@ -42,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
     scenario = load_scenario(args.scenario).with_overrides(**overrides(args))  # type: ignore[arg-type]
+    print(f"settings: {scenario.settings_text()}; Kafka {version.name}", flush=True)
     if args.backend == "local":
         from harness.db.runtime.local import kill_leftovers
 
@@ -64,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
     except (BrokerUnavailable, ValueError) as exc:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
+    both = two_verdicts(info)
     if args.json:
         out = {
+            **both.to_json(),
             "verdict": info.verdict,
             "model_match": info.model_match,
             "replicas": _replicas(folder),
@@ -80,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
         print(f"run folder: {folder} (report.html)")
+        print(both.last_line())
+    if args.fail_on_loss and both.lost:
+        return 1
     return 0 if info.model_match else 1
 
 

@@ -19,6 +19,7 @@ from harness.checker.expect import (
     read_replicas,
     replica_table,
 )
+from harness.checker.verdicts import two_verdicts
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.pytest_plugin.options import RUN_FOLDER, _settings, _unique, unavailable
 from reference_model.scenario import Scenario, ScenarioError
@@ -109,15 +110,19 @@ class ScenarioItem(pytest.Item):
 
         pj = run_scenario(self.scenario, protocol).to_json()
         predicted = {n: [e["record"] for e in log] for n, log in pj["replicas"].items()}
+        self._record_safety(pj["lost_acked"], pj["divergent_offsets"], "model only")
         problems = expect_problems(
             self.scenario, pj["lost_acked"], pj["divergent_offsets"], predicted
         )
-        if problems:
+        where = f"{self.scenario.name} under the model ({protocol})"
+        loss = self._loss_problems(where, pj["lost_acked"], pj["divergent_offsets"])
+        if problems or loss:
+            head = [f"{where}: expect: does not hold", *problems] if problems else []
             raise HwchaosFailure(
                 "\n".join(
                     [
-                        f"{self.scenario.name} under the model ({protocol}): expect: does not hold",
-                        *problems,
+                        *head,
+                        *loss,
                         *replica_table(predicted, None, expected_logs(self.scenario)),
                         *lost_step_lines(self.scenario, pj),
                     ]
@@ -138,6 +143,10 @@ class ScenarioItem(pytest.Item):
         run_on_brokers(self.scenario, version.name, settings.backend, folder, folder.name)
         doc = json.loads((folder / "verdict.json").read_text())
         where = f"{self.scenario.name} on Kafka {version.name} ({version.generation})"
+        both = two_verdicts(doc)
+        self._record_safety(both.lost_acked, both.divergent_offsets, both.agreement, both.safety)
+        self.add_report_section("call", "hwchaos", both.last_line())
+        loss = self._loss_problems(where, both.lost_acked, both.divergent_offsets)
         verdict = doc.get("verdict")
         failure = str(doc.get("extra", {}).get("failure", ""))
         if verdict == "step_prevented":
@@ -157,7 +166,10 @@ class ScenarioItem(pytest.Item):
                 f"{p.get('reason')}; harness: {p.get('harness_note')}",
             )
             # The logs up to that step matched the model; the scenario's ``expect`` block
-            # describes the whole ordering, which this version never lets happen.
+            # describes the whole ordering, which this version never lets happen. A loss
+            # before the prevented step is still a loss.
+            if loss:
+                raise HwchaosFailure("\n".join([*loss, f"run folder: {folder}"]))
             return
         if verdict not in ("match", "model_mismatch"):
             raise HwchaosFailure(f"{where}: {verdict}: {failure}\nrun folder: {folder}")
@@ -191,8 +203,45 @@ class ScenarioItem(pytest.Item):
             else:
                 lines.append("expect: does not hold either")
             lines += problems
+        if loss and not lines:
+            lines += loss
+            lines += replica_table(predicted, observed, None)
+        elif loss:
+            lines += loss
         if lines:
             raise HwchaosFailure("\n".join([*lines, f"run folder: {folder}"]))
+
+    def _record_safety(
+        self, lost: list[str], divergent: list[int], agreement: str, safety: str = ""
+    ) -> None:
+        """Both verdicts as user properties, so ``--junitxml`` carries what was lost."""
+        if not safety:
+            safety = "lost" if lost or divergent else "no loss"
+        self.user_properties += [
+            ("hwchaos_agreement", agreement),
+            ("hwchaos_safety", safety),
+            ("lost_acked", ",".join(sorted(lost))),
+            ("divergent_offsets", ",".join(str(o) for o in sorted(divergent))),
+        ]
+
+    def _loss_problems(self, where: str, lost: list[str], divergent: list[int]) -> list[str]:
+        """Under ``--hwchaos-fail-on-loss``: one line per kind of loss the scenario's
+        ``expect:`` does not already decide."""
+        if not _settings(self.config).fail_on_loss:
+            return []
+        e = self.scenario.expect
+        out = []
+        if lost and (e is None or e.lost_acked is None):
+            out.append(f"{where}: acknowledged writes LOST: {', '.join(sorted(lost))}")
+        if divergent and (e is None or e.divergent_offsets is None):
+            offs = ", ".join(str(o) for o in sorted(divergent))
+            out.append(f"{where}: replicas DIVERGE at offsets {offs}")
+        if out:
+            out.append(
+                "  (--hwchaos-fail-on-loss: a loss fails the test even when the model "
+                "predicted it; give expect: lost_acked/divergent_offsets to accept it)"
+            )
+        return out
 
     def _step_text(self, step: int | None) -> str:
         if step is None or not 1 <= step <= len(self.scenario.steps):

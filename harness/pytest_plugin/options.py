@@ -41,6 +41,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how clusters run: local JVMs (release trees) or docker containers",
     )
     g.addoption(
+        "--hwchaos-fail-on-loss",
+        action="store_true",
+        help="fail a scenario test whose run loses an acknowledged write or leaves replicas "
+        "divergent, even when the model predicted it (a scenario's expect: still decides the "
+        "parts it gives)",
+    )
+    g.addoption(
         "--hwchaos-out",
         default="hwchaos-runs",
         help="parent folder of run folders (default: ./hwchaos-runs)",
@@ -53,6 +60,7 @@ class Settings:
     protocols: tuple[str, ...]
     backend: str
     out: Path
+    fail_on_loss: bool = False
 
     @property
     def active(self) -> bool:
@@ -93,7 +101,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not out.is_absolute():
         out = Path(config.invocation_params.dir) / out
     config.stash[_SETTINGS] = Settings(
-        versions, protocols, str(config.getoption("hwchaos_backend")), out.resolve()
+        versions,
+        protocols,
+        str(config.getoption("hwchaos_backend")),
+        out.resolve(),
+        bool(config.getoption("hwchaos_fail_on_loss")),
     )
 
 

@@ -30,7 +30,13 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # The order (explorer, segments, analysis, runs); any other bench_*.py after them.
-ORDER = ["bench_explorer.py", "bench_segments.py", "bench_analysis.py", "bench_runs.py"]
+ORDER = [
+    "bench_explorer.py",
+    "bench_segments.py",
+    "bench_analysis.py",
+    "bench_runs.py",
+    "bench_catalogue.py",
+]
 KEYS = ("figure", "value", "unit", "target", "met")
 
 

@@ -193,6 +193,7 @@ def write_report(
             )
             + "</table></div>"
         )
+    parts.append(_timings_section(info.extra.get("timings")))
     path.write_text("\n".join(parts))
 
 
@@ -310,3 +311,39 @@ def render_folder(folder: Path, path: Path | None = None) -> Path:
     out = path or folder / "report.html"
     write_report(out, scenario, version, prediction, logs, observations, info, verdict)
     return out
+
+
+def _timings_section(timings: dict[str, Any] | None) -> str:
+    """"Where the time went": each phase's wall seconds, its fences' share and its slowest
+    fence, from ``run.json``'s ``extra.timings`` (empty for a run without timings)."""
+    if not timings or not timings.get("phases"):
+        return ""
+    rows = []
+    for p in timings["phases"]:
+        fences = p.get("fences", [])
+        slow = max(fences, key=lambda f: f["seconds"], default=None)
+        slowest = (
+            f"{html.escape(slow['what'])} ({slow['seconds']:.2f}s"
+            f"{'' if slow.get('ok', True) else ', not reached'})"
+            if slow
+            else ""
+        )
+        rows.append(
+            f"<tr><td>{html.escape(p['name'])}</td><td>{p['seconds']:.2f}</td>"
+            f"<td>{p.get('fence_seconds', 0.0):.2f}</td><td>{len(fences)}</td>"
+            f"<td>{slowest}</td></tr>"
+        )
+    cpu = timings.get("cpu_seconds", {})
+    cpu_line = (
+        f"<p class='muted'>CPU: harness {cpu.get('harness', '?')}s, "
+        f"brokers {cpu.get('jvms', '?')}s</p>"
+        if cpu
+        else ""
+    )
+    return (
+        "<h2>Where the time went</h2><table><tr><th>phase</th><th>s</th>"
+        "<th>in fences (s)</th><th>fences</th><th>slowest fence</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + cpu_line
+    )

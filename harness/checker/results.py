@@ -15,7 +15,8 @@ A *run folder* holds one scenario played once (by the model, or on brokers):
     One row per (source, record) the producer sent: whether it was acknowledged, at which
     offset, whether it is lost, and the step after which it was lost.
 ``steps.parquet``
-    The model trace: the partition state after every step, one row per (step, replica).
+    The model trace: the partition state after every step, one row per (step, replica),
+    with the wall seconds the step took on the brokers (``seconds``) in a broker run.
 
 A matrix is a folder of run folders (``DIR/cells/<cell_id>/``); readers glob
 ``cells/*/<table>.parquet``.
@@ -75,6 +76,8 @@ STEPS_SCHEMA = pa.schema(
         ("leader", pa.string()),
         ("leader_epoch", pa.int32()),
         ("isr", pa.string()),  # "A,B"
+        # wall seconds the step took on the brokers (null: model-only run, step 0, not played)
+        ("seconds", pa.float64()),
     ]
 )
 

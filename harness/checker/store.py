@@ -63,8 +63,20 @@ def run_info(record: RunRecord, verdict: Verdict | None) -> results.RunInfo:
             "failure": record.failure,
             "deliveries": record.deliveries,
             "final": record.final,
+            "timings": record.phases,
         },
     )
+
+
+def timed_steps(prediction: RunResult, record: RunRecord) -> list[dict[str, Any]]:
+    """The model trace's rows, each with the wall seconds its step took on the brokers
+    (``seconds``; None for step 0 and for steps not played)."""
+    played = {p["name"]: p["seconds"] for p in record.phases.get("phases", [])}
+    rows = prediction.step_rows(record.run_id)
+    for row in rows:
+        secs = played.get(f"step {row['step']}")
+        row["seconds"] = None if secs is None else round(float(secs), 3)
+    return rows
 
 
 def write_outcome(
@@ -95,7 +107,7 @@ def write_outcome(
     # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
     # intermediate state, not something to diff against the prediction of the whole run.
     replicas = prediction.replica_rows(run_id) + (observed_rows(record) if verdict else [])
-    results.write_run(folder, info, replicas, writes, prediction.step_rows(run_id))
+    results.write_run(folder, info, replicas, writes, timed_steps(prediction, record))
     verdict_doc = {
         **asdict(info),
         **two_verdicts(info).to_json(),  # agreement and safety, kept apart

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from harness.checker import results
 from harness.checker.verdicts import two_verdicts
+from harness.cli.matrix_jobs import default_jobs, run_parallel
 from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
@@ -238,6 +239,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenarios", nargs="*", help="scenario files (default: the catalogue)")
     add_overrides(p, lists=True)
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="broker cells played side by side, each its own process, ports and networks "
+        f"(default: what the cores allow, here {default_jobs()})",
+    )
+    p.add_argument(
         "--fail-on-loss",
         action="store_true",
         help="exit 1 when any cell loses an acknowledged write or leaves replicas divergent "
@@ -246,6 +254,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        print(f"hwchaos matrix: --jobs {jobs}: needs at least 1", file=sys.stderr)
+        return 2
     out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
         planned = list(cells(args))
@@ -270,6 +282,18 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     failures = 0
+    broker_cells = [c for c in pending if not c.model_only]
+    if jobs > 1 and len(broker_cells) > 1:
+        bar = tqdm(total=len(broker_cells), desc=f"cells ({jobs} jobs)", unit="cell",
+                   file=sys.stderr)  # fmt: skip
+        failures += run_parallel(
+            [(c.scenario, c.target, root / c.cell_id, c.cell_id) for c in broker_cells],
+            jobs,
+            args.backend,
+            lambda _cell, _ok: bar.update(1),
+        )
+        bar.close()
+        pending = [c for c in pending if c.model_only]
     for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
         folder = root / cell.cell_id
         if cell.model_only:

@@ -125,9 +125,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.replay.logdir import read_logdir
-    from harness.replay.reconstruct import detect_version, explain
+    from harness.replay.readings import explain
     from harness.replay.timeline import render_html, write_parquet
     from harness.replay.verdict import to_json, words
+    from harness.replay.versions import detect_version
     from reference_model.scenario import to_document
 
     logdir = Path(args.logdir)

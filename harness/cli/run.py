@@ -90,6 +90,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
         print(f"run folder: {folder} (report.html)")
+        from harness.timing import summary
+
+        timings = info.extra.get("timings")
+        if timings:
+            print(summary(timings, float(info.extra.get("seconds", 0.0))), file=sys.stderr)
         print(both.last_line())
     if args.fail_on_loss and both.lost:
         return 1

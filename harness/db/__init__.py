@@ -27,7 +27,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.db.names import PARTITION, TOPIC
 
@@ -214,6 +214,12 @@ class Cluster(ABC):
     def metadata(self) -> MetadataView:
         """A view of the controller's decisions; the caller closes it."""
         return self.mode.view(self)
+
+    def metadata_schemas(self) -> dict[int, Any]:
+        """The KRaft metadata-record schemas of this cluster's Kafka (by api key), read
+        from the ``kafka-metadata`` jar of what the nodes run: the release tree (local) or
+        the image (docker), so the host needs nothing else. Each runtime says where."""
+        raise ClusterError(f"{type(self).__name__} cannot read the metadata-record schemas")
 
     def declare_dead(self, name: str) -> bool:
         """Make the controller act on dead broker ``name`` now (what its session expiry does)."""

@@ -55,6 +55,8 @@ class RunRecord:
     stop_before: tuple[int, str] | None = None
     harness_note: str = ""  # what the harness saw of that refusal
     timings: dict[str, float] = field(default_factory=dict)  # seconds: cluster_up, total
+    # Where the time went (harness.timing): phases with their fences, and CPU seconds.
+    phases: dict[str, Any] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # written by the runner, folder-relative
     notes: list[str] = field(default_factory=list)
 

@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness import timing
 from harness.db import BrokerUnavailable, Cluster, ClusterError
 from harness.db.catalogue.versions import KafkaVersion
+from harness.db.mode import check_controllers
 from harness.db.mode.base import SPARE_CONTROLLER
 from harness.db.runtime.docker import DockerCluster, docker_available
 from harness.db.runtime.linkcuts import network_available
@@ -45,8 +47,7 @@ def make_cluster(
     backend runs every node in its own network namespace, which needs root; without it
     this raises BrokerUnavailable with the reason, before anything starts.
     """
-    if controllers != 1 and version.mode != "kraft":
-        raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")
+    check_controllers(version, controllers)
     if backend == "local":
         if network:
             reason = network_available()
@@ -89,6 +90,8 @@ def play(
     stop_at = record.stop_before
     workdir = folder / "cluster"
     t0 = time.perf_counter()
+    cpu0 = timing.cpu_seconds()
+    timings = timing.Timings()
     want = needs(scenario, prediction)
     cluster = make_cluster(
         version,
@@ -102,12 +105,15 @@ def play(
     failover.prepare(cluster, prediction)  # a spare controller broker if a step needs one
     for line in configure(cluster, want):
         progress(f"network steps: {line}")
+    recording = timing.recording(timings)
+    recording.__enter__()  # until the cluster is stopped: the phases below add to ``timings``
     try:
         progress(
             f"starting {backend} cluster: Kafka {version.name} "
             f"({version.generation}), brokers {list(scenario.brokers)}"
         )
-        cluster.start()
+        with timing.phase("cluster_start"):
+            cluster.start()
         record.timings["cluster_up"] = round(time.perf_counter() - t0, 3)
         progress(f"cluster up in {record.timings['cluster_up']:.1f}s")
         missing = network_unavailable(cluster, want)
@@ -115,17 +121,21 @@ def play(
             raise BrokerUnavailable(missing)
         book = Playbook(cluster, scenario, version, prediction, progress=progress)
         try:
-            book.setup()
+            with timing.phase("setup"):
+                book.setup()
             for k, ev in enumerate(scenario.steps, start=1):
                 if stop_at is not None and k >= stop_at[0]:
                     # The model says this version makes step k impossible: it is not played
                     # (even where the harness could force it), the run ends before it.
                     record.status = "prevented"
-                    record.harness_note = _harness_note(book, k, ev, stop_at[1])
+                    with timing.phase(f"prevention check {k}"):
+                        record.harness_note = _harness_note(book, k, ev, stop_at[1])
                     progress(f"step {k:>2}/{len(scenario.steps)} prevented: {stop_at[1]}")
                     break
-                record.observations.append(book.step(k, ev))
-            finish = book.finish()
+                with timing.phase(f"step {k}"):
+                    record.observations.append(book.step(k, ev))
+            with timing.phase("finish"):
+                finish = book.finish()
             record.deliveries = finish.pop("deliveries", {})
             record.final = finish
         except StepPrevented as exc:
@@ -133,15 +143,28 @@ def play(
         except FenceTimeout as exc:
             record.status, record.failure = "fence_timeout", str(exc)
         finally:
-            record.logs = {n: book.log(n) for n in scenario.brokers}
-            record.epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
-            book.close()
+            with timing.phase("readback"):
+                record.logs = {n: book.log(n) for n in scenario.brokers}
+                record.epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}
+                book.close()
     except ClusterError as exc:
         record.status, record.failure = "error", str(exc)
     finally:
-        cluster.close()
-        record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+        with timing.phase("cluster_stop"):
+            cluster.close()
+            record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+        recording.__exit__(None, None, None)
     record.timings["total"] = time.perf_counter() - t0
+    cpu1 = timing.cpu_seconds()
+    # where the wall time went (harness.timing) and the CPU it cost: the harness's own and
+    # its reaped JVMs', to tell a slow broker from a loaded machine
+    record.phases = {
+        **timings.to_json(),
+        "cpu_seconds": {
+            "harness": round(cpu1[0] - cpu0[0], 2),
+            "jvms": round(cpu1[1] - cpu0[1], 2),
+        },
+    }
     return record
 
 

@@ -20,6 +20,7 @@ import signal
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness import timing
 from harness.db import Cluster, ClusterError
 from harness.db.names import PARTITION, TOPIC
 from harness.db.runtime.linkcuts import CLIENT, Direction, Partitions, network_available
@@ -69,8 +70,9 @@ def pause(cluster: Cluster, name: str, timeout: float = 10.0) -> None:
     def poll() -> bool:
         return stopped(pid)
 
-    if not poll():
-        raise ClusterError(f"{name} (pid {pid}) did not stop within {timeout:.0f}s of SIGSTOP")
+    with timing.timed_fence(f"{name} to stop (SIGSTOP)"):
+        if not poll():
+            raise ClusterError(f"{name} (pid {pid}) did not stop within {timeout:.0f}s of SIGSTOP")
 
 
 def resume(cluster: Cluster, name: str) -> None:

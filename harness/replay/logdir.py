@@ -29,7 +29,7 @@ from harness.replay.parse import (
     parse_records,
     split_paste,
 )
-from harness.replay.reconstruct import _PARTITION_KINDS
+from harness.replay.parse import PARTITION_KINDS as _PARTITION_KINDS
 
 _PASTE_SUFFIXES = (".log", ".txt", ".json", ".out", ".gz")
 _TP = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*?)-(\d+)(?![\w.-])|\[([\w.-]+),(\d+)\]")

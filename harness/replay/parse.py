@@ -212,6 +212,20 @@ def parse_records(name: str, recs: list[Record], match: PartitionMatcher) -> Bro
     return b
 
 
+PARTITION_KINDS = {
+    "log_loaded",
+    "log_recovery",
+    "hw_loaded",
+    "become_leader",
+    "become_follower",
+    "leader_and_isr",
+    "become_leader_010",
+    "become_follower_010",
+    "truncate",
+    "isr_change",
+}
+"""Fact kinds about the partition's replicas (the brokers that write them are replicas)."""
+
 _BROKER_LEVEL = {
     "start",
     "started",

@@ -138,7 +138,33 @@ def findings(facts: list[Fact], names: dict[int, str], release: str) -> list[Fin
     """What the logged numbers say by themselves, pattern named where one fits."""
     out: list[Finding] = []
     rel = tuple(int(x) for x in re.findall(r"\d+", release)[:3])
+    last_epoch: dict[str, tuple[int, int, str]] = {}  # broker -> (epoch, leader, cite)
     for f in facts:
+        if f.kind in ("become_follower", "leader_and_isr") and f.epoch >= 0 and f.leader >= 0:
+            prev = last_epoch.get(f.broker)
+            last_epoch[f.broker] = (f.epoch, f.leader, f.cite)
+            # KAFKA-7164 (0.11 to 2.0.0): a follower told of the same leader again, more than
+            # one epoch later, skipped the truncation the missed epochs required.
+            if (
+                prev is not None
+                and prev[1] == f.leader
+                and f.epoch > prev[0] + 1
+                and rel[:2] >= (0, 11)
+                and rel < (2, 0, 1)
+            ):
+                lead = names.get(f.leader, f"broker {f.leader}")
+                out.append(
+                    Finding(
+                        f"{f.broker} follows {lead} again at epoch {f.epoch} after epoch "
+                        f"{prev[0]}: it missed {f.epoch - prev[0] - 1} leader epoch(s) and this "
+                        "release skips the truncation then; its log may diverge",
+                        [prev[2], f.cite],
+                        how="inferred",
+                        pattern="kafka-7164",
+                        divergence="yes",
+                    )
+                )
+                continue
         if f.kind == "fatal_truncation":
             who = names.get(f.broker_id, f.broker) if f.broker_id >= 0 else f.broker
             if f.offset >= 0 and f.other >= 0:

@@ -31,11 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.db.catalogue.versions import CATALOGUE
-from harness.replay.formats import infer_release
+from harness.replay.parse import PARTITION_KINDS as _PARTITION_KINDS
 from harness.replay.parse import BrokerLogs, Fact, ReplayError
+from harness.replay.versions import VersionInfo
 from reference_model.events import Event
-from reference_model.profiles import generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER
@@ -48,16 +47,6 @@ class Acked:
     record: str
     offset: int
     status: str = "acked"
-
-
-@dataclass
-class VersionInfo:
-    name: str  # as read from the logs (catalogue name when known)
-    release: str
-    generation: str
-    kraft: bool = False
-    ibp: str = ""
-    how: str = ""  # how the version was found: --kafka, the logs' own line, or a guess
 
 
 @dataclass
@@ -82,118 +71,9 @@ class Reconstruction:
         return [r for r in lost if self.producer.get(r, "acked") == "acked"]
 
 
-def _era(release: str) -> str:
-    nums = [int(x) for x in re.findall(r"\d+", release)[:2]] + [0, 0]
-    major, minor = nums[0], nums[1]
-    if (major, minor) < (0, 11):
-        return "hw"
-    if (major, minor) < (2, 0):
-        return "kip101"
-    if (major, minor) == (2, 0):
-        return "kip279"
-    return "kip320"
-
-
-def _number(text: str) -> tuple[int, ...]:
-    m = re.match(r"\d+(?:\.\d+)*", text)
-    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
-
-
-def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
-    """(version name, model generation) for a release the catalogue may not list.
-
-    Tries the version profiles (``3.4.0``, ``3.5.1-kraft``, ``2.8.2-ibp0.10``) and falls back
-    to the era aliases (``hw``, ``kip101``, ``kip279``, ``kip320``).
-    """
-
-    rel = _number(release)
-    names = []
-    if kraft and rel < (4, 0):
-        names.append(f"{release}-kraft")
-    ib = _number(ibp)
-    if ib and not kraft and ib[:2] < rel[:2]:
-        names.append(f"{release}-ibp{'.'.join(str(x) for x in ib[:2])}")
-    names.append(release)
-    for n in names:
-        if n in CATALOGUE:
-            return n, CATALOGUE[n].generation
-    try:
-        for n in names:
-            try:
-                generation(n)
-                return n, n
-            except ValueError:
-                continue
-    except ImportError:  # pragma: no cover - older model without profiles
-        pass
-    gen = _era(ibp) if ib and ib[:2] < rel[:2] else _era(release)
-    return names[0], gen
-
-
-def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> VersionInfo:
-    """The Kafka version the logs were written by, and the model generation for it."""
-
-    if override:
-        if override in CATALOGUE:
-            v = CATALOGUE[override]
-            return VersionInfo(
-                override, v.release, v.generation, "kraft" in override, how="--kafka"
-            )
-        name, gen = _profile(override, "kraft" in override, "")
-        return VersionInfo(override, override, gen, "kraft" in override, how="--kafka")
-    replicas = [b for b in brokers if any(f.kind in _PARTITION_KINDS for f in b.facts)]
-    seen = [b.version for b in (replicas or list(brokers)) if b.version]
-    release = max(set(seen), key=seen.count) if seen else ""
-    kraft = any(b.kraft for b in brokers)
-    elr = any(b.elr for b in brokers)
-    ibps = [b.ibp for b in replicas if b.ibp] or [b.ibp for b in brokers if b.ibp]
-    ibp = ibps[0] if ibps else ""
-    if not release and ibp:
-        # No "Kafka version" line: the inter-broker protocol in the config dump
-        # (e.g. 0.10.2-IV0) names the release line; take its catalogue entry.
-        stem = ".".join(str(x) for x in _number(ibp))
-        known = [v for v in CATALOGUE.values() if stem and v.release.startswith(stem)]
-        if known:
-            release = known[-1].release
-    how = "the logs' 'Kafka version' line" if release else ""
-    if release and not seen:
-        how = f"inter.broker.protocol.version {ibp} in the config dump"
-    if not release:
-        guess = infer_release(brokers)
-        if guess is None:
-            return VersionInfo(
-                "unknown", "", "kip320", kraft, ibp, how="not in the logs: assumed 2.1+ rules"
-            )
-        release, why, cite = guess
-        kraft = kraft or release.endswith("-kraft")
-        release = release.removesuffix("-kraft")
-        how = f"guessed from the line formats: {why} ({cite}); say --kafka to override"
-    if elr and _number(release) >= (4, 0):
-        # KIP-966's feature is a finalized feature level, not a release: the controller's
-        # "finalizedFeatures={... eligible.leader.replicas.version=1 ...}" line says it.
-        name, gen = _profile(f"{release}-elr", kraft, ibp)
-        how += "; eligible.leader.replicas.version=1 finalized (KIP-966 ELR on)"
-        return VersionInfo(name, release, gen, kraft, ibp, how=how)
-    name, gen = _profile(release, kraft, ibp)
-    return VersionInfo(name, release, gen, kraft, ibp, how=how)
-
-
 MAX_SYNTH = 200
 """Records the model plays at most per term; incidents' offsets run to millions, and then
 the logged numbers (LEOs, HWs, the halt line's offsets) carry the verdict alone."""
-
-_PARTITION_KINDS = {
-    "log_loaded",
-    "log_recovery",
-    "hw_loaded",
-    "become_leader",
-    "become_follower",
-    "leader_and_isr",
-    "become_leader_010",
-    "become_follower_010",
-    "truncate",
-    "isr_change",
-}
 
 
 class _Builder:
@@ -591,7 +471,19 @@ def reconstruct(
                         "afterwards: its LeaderAndIsr never arrived (inferred)"
                     )
                 b.emit(Event("detect", replica=b.idx[x], hold=held), why)
-        elif f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
+        if (
+            f.kind in ("truncate", "become_follower", "leader_and_isr")
+            and f.broker == x
+            and not b.state().replicas[b.idx[x]].alive
+        ):
+            # It logs again without a start line: it was cut off (its session expired), not
+            # dead; played as a crash whose restart keeps the log (page cache intact).
+            b.emit(
+                b.ev("restart", x),
+                f"inferred: {x} logs again without starting: it was cut off, not dead",
+            )
+            restarted.add(x)
+        if f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
             if "no effect" in f.detail or "epoch" in f.detail.lower() or "Offsets" in f.detail:
                 fetch(x, f"{x} truncation decision: {f.detail or 'truncate'} to {f.offset}")
         elif f.kind == "isr_change" and f.detail == "shrinking" and f.broker in b.idx:
@@ -871,118 +763,3 @@ def _min_insync_from_logs(facts: Sequence[Fact]) -> int | None:
             if m:
                 return int(m.group(1))
     return None
-
-
-def _outcome(rec: Reconstruction) -> tuple[Any, ...]:
-    res = rec.result
-    return (
-        tuple(sorted(rec.lost_acked)),
-        tuple(res.divergent_offsets),
-        tuple(tuple(e.record for e in r.log) for r in res.final.replicas),
-    )
-
-
-def explain(
-    brokers: Sequence[BrokerLogs],
-    version: VersionInfo,
-    acked: list[Acked] | None,
-    acks: str | None,
-    min_insync: int | None,
-    name: str = "replay",
-) -> Reconstruction:
-    """The reconstruction, with the other reading of the logs listed when it fits too.
-
-    A follower whose recovered LEO is below what its leader wrote either never copied the
-    tail or copied it and lost it unflushed; the logs cannot tell (acks=1 acknowledges
-    before followers copy). Both are played; when their verdicts differ, the ambiguity
-    names both, with the steps of the second.
-    """
-    main = reconstruct(brokers, version, acked, acks, min_insync, name)
-    untimed = [b.name for b in brokers if any(not f.timed for f in b.facts)]
-    sources = {f.cite.rpartition(":")[0] for b in brokers for f in b.facts if not f.timed}
-    if len(untimed) > 1 and len(sources) > 1:
-        # Lines without timestamps from several brokers: their relative order is unknown.
-        # Play each order of the brokers' blocks (up to 4 brokers) and keep what differs.
-        from itertools import islice, permutations
-
-        seen = {_outcome(main)}
-        for perm in islice(permutations(untimed), 1, 24):
-            alt = reconstruct(brokers, version, acked, acks, min_insync, name, order=perm)
-            if _outcome(alt) in seen:
-                continue
-            seen.add(_outcome(alt))
-            a = alt.result
-            main.ambiguities.append(
-                f"lines of {', '.join(untimed)} carry no timestamps: played in the order "
-                f"{' then '.join(perm)} they give lost acknowledged writes "
-                f"{alt.lost_acked or 'none'}, divergent offsets {a.divergent_offsets or 'none'}"
-            )
-            main.alternatives.append(alt)
-    alt = reconstruct(brokers, version, acked, acks, min_insync, name, power_loss_first=True)
-    if _outcome(alt) != _outcome(main) and len(alt.ambiguities) <= len(main.ambiguities):
-        a = alt.result
-        steps = "; ".join(e.describe(a.config.brokers) for e in alt.scenario.steps)
-        main.ambiguities.append(
-            "two orderings fit the logs: the one above (followers never copied what they "
-            "lack after restart), or they copied it and lost it unflushed to a power failure "
-            f"- then lost acknowledged writes {alt.lost_acked or 'none'}, divergent offsets "
-            f"{a.divergent_offsets or 'none'}; its steps: {steps}"
-        )
-        main.alternatives.append(alt)
-    if acked and any(f.kind == "isr_change" and f.detail == "shrinking" for f in main.facts):
-        # When were the records written: before or after the leader dropped a follower?
-        seen = {_outcome(main)} | {_outcome(a) for a in main.alternatives}
-        for k in range(min(len(acked), 6) + 1):
-            for j in range(k + 1):
-                alt = reconstruct(
-                    brokers, version, acked, acks, min_insync, name, split_at=k, copied_before=j
-                )
-                if _outcome(alt) in seen:
-                    continue
-                seen.add(_outcome(alt))
-                a = alt.result
-                main.ambiguities.append(
-                    f"the producer's records carry no times: with {k} of them written before "
-                    f"the ISR shrink the logs show ({j} copied by the dropped followers), lost "
-                    f"acknowledged writes {alt.lost_acked or 'none'}, divergent offsets "
-                    f"{a.divergent_offsets or 'none'}"
-                )
-                main.alternatives.append(alt)
-    if any("but appended by" in w for w in main.step_facts):
-        # Which followers copied the unacknowledged record before its leader failed: each
-        # set of them is a reading the logs allow (up to 4 replicas: 15 sets).
-        from itertools import combinations
-
-        seen = {_outcome(main)} | {_outcome(a) for a in main.alternatives}
-        names_ = list(main.scenario.brokers)[:4]
-        for k in range(1, len(names_) + 1):
-            for subset in combinations(names_, k):
-                alt = reconstruct(
-                    brokers, version, acked, acks, min_insync, name, copy_unsure=frozenset(subset)
-                )
-                if _outcome(alt) in seen:
-                    continue
-                seen.add(_outcome(alt))
-                a = alt.result
-                main.ambiguities.append(
-                    f"an unacknowledged record was appended; if {', '.join(subset)} copied it "
-                    f"before the leader failed: lost acknowledged writes "
-                    f"{alt.lost_acked or 'none'}, divergent offsets {a.divergent_offsets or 'none'}"
-                )
-                main.alternatives.append(alt)
-    if any("not placed by any fact" in a for a in main.ambiguities):
-        alt = reconstruct(brokers, version, acked, acks, min_insync, name, append_unsure=True)
-        if _outcome(alt) != _outcome(main):
-            a = alt.result
-            steps = "; ".join(e.describe(a.config.brokers) for e in alt.scenario.steps)
-            logs = {
-                n: [e.record for e in r.log]
-                for n, r in zip(a.config.brokers, a.final.replicas, strict=True)
-            }
-            main.ambiguities.append(
-                "or they were appended: then final logs "
-                f"{logs}, lost acknowledged writes {alt.lost_acked or 'none'}, divergent "
-                f"offsets {a.divergent_offsets or 'none'}; its steps: {steps}"
-            )
-            main.alternatives.append(alt)
-    return main

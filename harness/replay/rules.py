@@ -121,7 +121,7 @@ _LEADER_STARTS = re.compile(
     r"(?:.*?ISR \[([\d,]*)\])?"
 )
 _LAI_RECEIVED = re.compile(
-    r"received LeaderAndIsr request PartitionState\(.*?leader=(-?\d+), leaderEpoch=(\d+), "
+    r"[Rr]eceived LeaderAndIsr request PartitionState\(.*?leader=(-?\d+), leaderEpoch=(\d+), "
     r"isr=\[?([\d, ]*)\]?"
 )
 _BECOME = re.compile(r"starting the become-(leader|follower) transition")

@@ -196,6 +196,9 @@ def _client() -> object:
 @needs_daemon
 def test_image_is_reused_when_its_inputs_did_not_change(kafka_image_0_10: str) -> None:
     client = _client()
+    missing = images.inputs_not_here(resolve_version("0.10.2.1"), client)
+    if missing is not None:  # the image runs, but whether it is current cannot be told here
+        pytest.skip(f"needs the inputs the image was built from: {missing}")
     before = images.image_id(client, kafka_image_0_10)
     said: list[str] = []
     assert images.ensure_image(resolve_version("0.10.2.1"), said.append) == kafka_image_0_10

@@ -24,8 +24,10 @@ from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.replay.logdir import read_logdir
-from harness.replay.reconstruct import Acked, detect_version, explain
+from harness.replay.readings import explain
+from harness.replay.reconstruct import Acked
 from harness.replay.verdict import words
+from harness.replay.versions import detect_version
 from harness.trial import trial
 
 pytestmark = pytest.mark.broker

@@ -91,3 +91,15 @@ def test_model_imports_neither_the_runner_nor_pandas() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_a_quorum_size_on_a_zookeeper_version_is_one_line_and_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "runs"
+    argv = ["run", FLEXIBLE, "--kafka", "3.3.1", "--controllers", "3", "--out", str(out)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip() == (
+        "hwchaos run: --controllers 3: 3.3.1 is not a KRaft version"
+    )
+    assert not out.exists() or not any(out.iterdir())

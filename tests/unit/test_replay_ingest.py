@@ -223,3 +223,42 @@ def test_timeline_marks_inferred_apart_from_logged(
     assert 'class="lane logged"' in dom
     assert '<li class="logged">' in dom and "kafka-2.log:4" in dom
     assert '<tr class="logged">' in dom or '<tr class="inferred">' in dom
+
+
+def test_halt_of_08_names_only_the_topic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.8/0.9's halt line (ReplicaFetcherThread, 0.8.2.2 text) names the topic only."""
+    f = tmp_path / "server.log"
+    f.write_text(
+        "[2015-03-02 10:00:00,000] FATAL [ReplicaFetcherThread-0-1], Halting because log "
+        "truncation is not allowed for topic orders, Current leader 1's latest offset 40 is "
+        "less than replica 3's latest offset 42 (kafka.server.ReplicaFetcherThread)\n"
+    )
+    got = _replay([str(f), "--topic", "orders", "--out", str(tmp_path / "o")], capsys)
+    assert got["lost"] == "possible" and got["diverged"] == "yes"
+    assert "offsets 40..41" in got["findings"][0]["claim"]
+    assert set(got["scenario"]["brokers"]) == {"broker1", "broker3"}
+
+
+def test_kafka_7164_missed_epoch_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1.1 follower told of the same leader two epochs later: KAFKA-7164's shape."""
+    lai = (
+        "[2018-07-01 10:00:0{s},000] TRACE [Broker id=3] Received LeaderAndIsr request "
+        "PartitionState(controllerEpoch=1, leader=1, leaderEpoch={e}, isr=[1, 3], zkVersion=1, "
+        "replicas=[1, 2, 3], isNew=false) correlation id 1 from controller 0 epoch 1 for "
+        "partition t-0 (state.change.logger)\n"
+    )
+    f = tmp_path / "state-change.log"
+    f.write_text(lai.format(s=1, e=0) + lai.format(s=2, e=2))
+    got = _replay(
+        [str(f), "--topic", "t", "--kafka", "1.1.1", "--out", str(tmp_path / "o")], capsys
+    )
+    assert "kafka-7164" in got["patterns"], got["findings"]
+    # The same lines from 2.1.1, where the fix is in, name no such pattern.
+    got = _replay(
+        [str(f), "--topic", "t", "--kafka", "2.1.1", "--out", str(tmp_path / "p")], capsys
+    )
+    assert "kafka-7164" not in got["patterns"]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness import timing
 from harness.db import BrokerSpec, Cluster, ClusterError, TopicSpec
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ def await_state(
             return False
 
     try:
-        poll()
+        with timing.timed_fence(what):
+            poll()
     except ClusterError:
         raise
     except Exception:

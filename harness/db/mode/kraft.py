@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import re
 import threading
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from harness import timing
 from harness.db import BrokerSpec, Cluster, ClusterError, FenceTimeout, TopicSpec
-from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.kafka_config import (
     kraft_broker_properties,
     kraft_controller_properties,
     topic_config,
 )
 from harness.db.mode.base import CONTROLLER_IDS, NOT_CONTROLLER, Decisions, Mode, Wait, await_state
+from harness.db.mode.kraft_format import (
+    copy_format,
+    format_template,
+    keep_format,
+    random_cluster_id,
+)
 from harness.db.mode.kraft_view import KRaftView
 from harness.db.names import CONTROLLER, PARTITION, TOPIC
 from harness.protocol.wire import (
@@ -29,7 +33,6 @@ from harness.protocol.wire import (
     partition_view,
 )
 from harness.readback.log4j import read_rotated
-from harness.readback.metadata_records import schemas_for_tree
 
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
@@ -37,18 +40,6 @@ if TYPE_CHECKING:
 
 
 # ---------------------------------------------------------------------------- KRaft
-
-
-def random_cluster_id() -> str:
-    """What ``kafka-storage random-uuid`` prints: a base64url UUID without padding.
-
-    Like ``Uuid.randomUuid`` it never starts with ``-``, which the tool's argument parser
-    would take for an option.
-    """
-    while True:
-        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not cid.startswith("-"):
-            return cid
 
 
 class KRaftMode(Mode):
@@ -90,9 +81,8 @@ class KRaftMode(Mode):
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._keeper: threading.Thread | None = None
-        self._schemas: dict[int, object] | None = None
         self._active = CONTROLLER  # the controller that last accepted a heartbeat
-        self._tree: Path | None = None
+        self._schemas_of: dict[int, Any] | None = None
 
     def make_nodes(
         self, broker_names: list[str], workdir: Path, free_port: Callable[[], int]
@@ -114,14 +104,25 @@ class KRaftMode(Mode):
         )
 
     def _format(self, cluster: Cluster, name: str, props: dict[str, str]) -> None:
-        """``kafka-storage format``: once per node per run, before its first start."""
-        if (cluster.nodes[name].data_dir / "meta.properties").exists():
+        """``kafka-storage format``: once per node per run, before its first start.
+
+        The tool runs once per tree, role and features; later nodes are formatted from its
+        output with their own ids (:mod:`harness.db.mode.kraft_format`).
+        """
+        data = cluster.nodes[name].data_dir
+        if (data / "meta.properties").exists():
             return
-        cluster.nodes[name].data_dir.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
+        node = cluster.nodes[name]
+        template = format_template(self.version, node.role, self.features)
+        if template is not None and copy_format(template, data, node.broker_id, self.cluster_id):
+            return
         args = ["format", "-t", self.cluster_id, "-c", "@CONFIG@", "--ignore-formatted"]
         for feature, level in sorted(self.features.items()):
             args += ["--feature", f"{feature}={level}"]
         cluster.run_tool("kafka.tools.StorageTool", args, name, props)
+        if template is not None:
+            keep_format(data, template)
 
     def _controller_props(self, cluster: Cluster, c: str) -> dict[str, str]:
         return kraft_controller_properties(
@@ -140,12 +141,15 @@ class KRaftMode(Mode):
         # Formatting is a JVM per node: run them side by side, once per run.
         configs = {c: self._controller_props(cluster, c) for c in self.controllers}
         configs.update({b: self.broker_config(cluster, b)[1] for b in cluster.brokers})
-        with ThreadPoolExecutor(max_workers=len(configs)) as pool:
+        with timing.timed_fence("kafka-storage format"), ThreadPoolExecutor(len(configs)) as pool:
             for f in [pool.submit(self._format, cluster, n, p) for n, p in configs.items()]:
                 f.result()
+        # Controllers and brokers start side by side: a broker retries its registration
+        # until the quorum has a leader, so the JVM start-ups overlap instead of adding up.
         for c in self.controllers:
             cluster.launch(c, "kafka.Kafka", configs[c])
-        self._tree = find_tree(self.version)
+        for name in cluster.brokers:
+            cluster.start_broker(name)
         view = self.view(cluster)
         await_state(
             cluster,
@@ -154,8 +158,6 @@ class KRaftMode(Mode):
             None,
             self.startup_timeout,
         )
-        for name in cluster.brokers:
-            cluster.start_broker(name)
         ids = tuple(sorted(b.broker_id for b in cluster.brokers.values()))
         await_state(
             cluster,
@@ -202,10 +204,11 @@ class KRaftMode(Mode):
                 raise ClusterError(f"creating topic {spec.name}: {exc}") from None
 
     def view(self, cluster: Cluster) -> MetadataView:
-        if self._tree is None:
-            self._tree = find_tree(self.version)
+        if self._schemas_of is None:
+            # from where the nodes run: the release tree, or the docker backend's image
+            self._schemas_of = cluster.metadata_schemas()
         leader = cluster.nodes[CONTROLLER]
-        return KRaftView(leader.data_dir, schemas_for_tree(self._tree), leader.broker_id)
+        return KRaftView(leader.data_dir, self._schemas_of, leader.broker_id)
 
     def _heartbeat(
         self, cluster: Cluster, broker_id: int, epoch: int, offset: int, want_fence: bool

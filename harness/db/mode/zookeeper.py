@@ -106,13 +106,16 @@ class ZooKeeperMode(Mode):
                 cluster.node_path(ZOOKEEPER, "data"), cluster.peer_port(ZOOKEEPER), host=host
             ),
         )
+        # The controller broker's JVM starts beside ZooKeeper's: its ZooKeeper client retries
+        # for zookeeper.connection.timeout.ms (30 s), so the two start-ups overlap. The
+        # other brokers wait until it is elected, so controllership never lands on them.
+        cluster.start_broker(CONTROLLER)
 
         def zk_up() -> bool:
             with ZkView(self.zk_connect(cluster), timeout=2.0):
                 return True
 
         await_state(cluster, zk_up, "ZooKeeper to listen", ZOOKEEPER, self.startup_timeout)
-        cluster.start_broker(CONTROLLER)
         with ZkView(self.zk_connect(cluster)) as view:
             await_state(
                 cluster,

@@ -374,6 +374,15 @@ class DockerCluster(Cluster):
             raise ClusterError(f"{tool} for {name} failed: {last[:200]}")
         return str(out)
 
+    def metadata_schemas(self) -> dict[int, Any]:
+        """From the image the nodes run, not from a release tree on the host (there may be
+        none): its ``kafka-metadata`` jar, copied out once per image."""
+        from harness.db.runtime.images import image_file
+        from harness.readback.metadata_records import load_schemas
+
+        jar = f"/opt/kafka/libs/kafka-metadata-{self.version.release}.jar"
+        return load_schemas(image_file(self.client, self.image, jar))
+
     def exit_code(self, name: str) -> int | None:
         w = self._reloaded(name)
         if w is None:

@@ -146,6 +146,39 @@ def image_id(client: Any, ref: str) -> str | None:
         return None
 
 
+def image_file(client: Any, image: str, path: str) -> Path:
+    """A file of ``image`` (``path`` inside it) copied to the host cache, so a machine with
+    the image and no release tree still has what the harness reads on the host (the KRaft
+    metadata-record schemas). Cached per image id; read from a created, never started
+    container, which is removed."""
+    ref = image_id(client, image)
+    if ref is None:
+        raise BrokerUnavailable(f"image {image} is not present")
+    base = os.environ.get("HWCHAOS_CACHE") or str(Path.home() / ".cache" / "hwchaos")
+    dest = Path(base).expanduser() / "image-files" / ref.split(":")[-1][:16] / Path(path).name
+    if dest.is_file():
+        return dest
+    c = client.containers.create(image, command=["true"], network_disabled=True)
+    try:
+        stream, _ = c.get_archive(path)
+        data = io.BytesIO(b"".join(stream))
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise BrokerUnavailable(f"{path} is not in image {image}: {first[:160]}") from None
+    finally:
+        with contextlib.suppress(Exception):
+            c.remove(force=True)
+    with tarfile.open(fileobj=data) as tar:
+        member = tar.extractfile(Path(path).name)
+        if member is None:
+            raise BrokerUnavailable(f"{path} in image {image} is not a file")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f"{dest.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(member.read())
+        os.replace(tmp, dest)
+    return dest
+
+
 # --------------------------------------------------------------------------- base JRE image
 
 
@@ -454,6 +487,28 @@ def build_from_tarball(
     )
     say(f"built {tag} in {time.perf_counter() - t0:.0f}s")
     return tag
+
+
+def inputs_not_here(version: KafkaVersion, client: Any) -> str | None:
+    """Why this machine cannot tell whether ``version``'s image is current (one line), or
+    None when it can: the image was built from the pinned tarball, or the release tree it
+    was built from is here to hash. Without either, :func:`ensure_image` uses the image as
+    it is, which is right for running it, but nothing can say it is up to date."""
+    tag = kafka_image(version)
+    current = image_label(client, tag)
+    if current is None:
+        return f"no image {tag}"
+    base_id = image_id(client, BASE_IMAGE) or ""
+    sha = pinned_sha512(version)
+    if sha is not None and current == tarball_inputs(sha, base_id):
+        return None
+    root = kafka_dists()
+    if root is not None and (root / version.dist_name).is_dir():
+        return None
+    return (
+        f"{tag} was built from a release tree and no {version.dist_name} is under "
+        "HWCHAOS_KAFKA_DISTS to compare its inputs with"
+    )
 
 
 @_locked

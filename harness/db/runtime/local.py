@@ -22,7 +22,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from harness.db import (
     BrokerUnavailable,
@@ -33,6 +33,7 @@ from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.kafka_config import render
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode import make_mode
+from harness.db.runtime.cds import TreeArchive
 from harness.db.runtime.netns import RunNetwork
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.process import spawn
@@ -88,6 +89,11 @@ class LocalCluster(Cluster):
         self._closed = False
         self._want_network = network
         self.network: RunNetwork | None = None
+        # Class-data sharing for every JVM of this tree (harness.db.runtime.cds): mapped if built,
+        # else this cluster's JVMs list what they load and close() builds it.
+        self.cds = TreeArchive(classpath(self.tree), [*HEAP, *version.jvm_flags])
+        self._cds_mapped = self.cds.archive() is not None
+        self._started = False  # the archive is built only from a cluster that came up
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ processes
@@ -103,6 +109,7 @@ class LocalCluster(Cluster):
             "java",
             *HEAP,
             *self.version.jvm_flags,
+            *self.cds.java_options(self.workdir / name, main_class),
             "-Djava.awt.headless=true",
             "-Djava.net.preferIPv4Stack=true",
             f"-Dkafka.logs.dir={logs}",
@@ -168,6 +175,7 @@ class LocalCluster(Cluster):
             if self._want_network and self.network is None:
                 self.network = RunNetwork(self.nodes, run_dir=self.workdir)
             super().start()
+            self._started = True
         except BaseException:
             self.close()
             raise
@@ -193,8 +201,20 @@ class LocalCluster(Cluster):
             (self.workdir / "pids.json").unlink()
         if self.network is not None:
             self.network.close()
+        if self._started and not self._cds_mapped:
+            # the first cluster of this tree: its JVMs listed their classes; build the archive
+            # every later JVM maps (one short JVM, once per tree and JDK). Last, so a Ctrl-C
+            # that cuts the build short leaves nothing else undone.
+            with contextlib.suppress(Exception):
+                self.cds.build([self.workdir / n for n in self.nodes])
 
     # ------------------------------------------------------------------ interface
+
+    def metadata_schemas(self) -> dict[int, Any]:
+        """From the tree these JVMs run (which may be another than the default search's)."""
+        from harness.readback.metadata_records import schemas_for_tree
+
+        return schemas_for_tree(self.tree)
 
     def peer_host(self, name: str) -> str:
         """The node's own address in its namespace, or 127.0.0.1 without a run network."""

@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from harness import timing
 from harness.db import TopicSpec
 from harness.generator.playbook.crash import CrashSteps
 from harness.generator.playbook.detect import DetectSteps
@@ -131,7 +132,8 @@ class Playbook(
         self._model_step = k
         self._sync_sessions()
         text = ev.describe(cfg.brokers)
-        obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
+        with timing.timed_fence("observe the cluster after the step"):
+            obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
         self.progress(
             f"step {k:>2}/{len(self.scenario.steps)} {text:<32} "
             f"{obs.seconds:5.1f}s  leader={obs.leader or '-'} "

@@ -9,12 +9,14 @@ no dependency on the playbook, so the runner, the nemesis and every step family 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness import timing
 from harness.db import FenceTimeout, StepPrevented
 
 __all__ = ["FenceTimeout", "Observation", "StepPrevented", "wait_until"]
@@ -37,7 +39,11 @@ class Observation:
 def wait_until(
     check: Callable[[], Any], what: str, timeout: float, seen: Callable[[], str] | None = None
 ) -> Any:
-    """Poll ``check`` until it returns something truthy, or fail naming ``what``."""
+    """Poll ``check`` until it returns something truthy, or fail naming ``what``.
+
+    The wait is recorded (``what``, seconds) in the run's timings (:mod:`harness.timing`), so
+    the run folder says which fence a slow step spent its time in.
+    """
 
     @retry(
         stop=stop_after_delay(timeout), wait=wait_fixed(0.1), retry=retry_if_result(lambda v: not v)
@@ -45,9 +51,13 @@ def wait_until(
     def poll() -> Any:
         return check()
 
+    t0 = time.perf_counter()
     try:
-        return poll()
+        value = poll()
     except RetryError:
+        timing.fence(what, time.perf_counter() - t0, ok=False)
         now = seen() if seen is not None else "?"
         msg = f"timed out after {timeout:.0f}s waiting for {what}; seen: {now}"
         raise FenceTimeout(msg) from None
+    timing.fence(what, time.perf_counter() - t0)
+    return value

@@ -105,21 +105,33 @@ class ProduceSteps(Settling):
         return time.monotonic()
 
     def _fresh_producer(self) -> None:
-        """Runs with ``isr_shrink``: each produce step gets a producer bootstrapped from the
-        current leader. An older one may hold an open connection to a follower that ran
-        in a fetch step and is paused now; a Metadata request on it hangs for the whole
-        (long) socket timeout, seen as 30 s steps, long enough for the short lag to drop
-        followers behind the script. A fresh one never completes its handshake with a
-        paused broker, so it never uses one. The old one stays open for its reports.
+        """Runs with ``isr_shrink`` and KRaft runs: each produce step gets a producer
+        bootstrapped from the current leader. An older one may hold an open connection to a
+        follower that ran in a fetch step and is paused now; a Metadata request on it hangs
+        for the whole socket timeout: seen as 30 s steps with ``isr_shrink`` (long enough
+        for the short lag to drop followers behind the script), and as 8-10 s first produce
+        steps on KRaft, whose clients bootstrap from every broker (the "metadata to name
+        the current leader" fence, measured in run.json's timings). A fresh one never
+        completes its handshake with a paused broker, so it never uses one. The old one
+        stays open for its reports. ZooKeeper runs bootstrap from the controller brokers,
+        which are never paused (:meth:`_bootstrap_pausable`).
         """
         lead = self.leader()
-        if not needs(self.scenario).short_lag or lead is None or lead in self.down:
+        short_lag = needs(self.scenario).short_lag
+        if not (short_lag or self._bootstrap_pausable()) or lead is None or lead in self.down:
             return
         host, port = self.cluster.broker_address(lead)
-        fresh = Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+        timeout = {"timeout_ms": PRODUCE_TIMEOUT_MS} if short_lag else {}
+        fresh = Producer(f"{host}:{port}", self.scenario.acks, **timeout)
         fresh.deliveries = self.producer.deliveries  # one record of every write
         self.retired.append(self.producer)
         self.producer = fresh
+
+    def _bootstrap_pausable(self) -> bool:
+        """Whether the cluster's client bootstrap lists scenario brokers, which steps pause
+        (KRaft: every broker), rather than brokers no fault touches (ZooKeeper mode)."""
+        listed = set(self.cluster.bootstrap().split(","))
+        return any("{}:{}".format(*self.cluster.broker_address(n)) in listed for n in self.names)
 
     def produce_to(self, k: int, ev: Event, name: str) -> str:
         """``produce: {to: X}``: a client that can reach X alone; its answer is the outcome."""

@@ -1,0 +1,164 @@
+"""Run time of the whole scenario catalogue on real brokers, per Kafka version.
+
+Why: CI plays the catalogue on every version for every commit; the figure users feel is the
+time of one scenario run, cluster start included, and of the whole catalogue on every
+profile. Per version this plays every ``scenarios/*.yaml`` once on the local backend and
+reports the median and the max run time (``run.json``'s ``extra.seconds``: cluster start,
+steps, read-back, stop), the CPU the run cost (harness and brokers) and where the median
+run's time went (``extra.timings``: cluster start against steps).
+
+*Cold* and *warm*: each version's runs use a cache of their own (``HWCHAOS_CACHE`` in a
+temp dir), empty at the first run (no class-data archive, no KRaft format template), as on
+a fresh machine; the later runs find what the first one left, as every later run does. The
+cold run is reported apart and left out of the median. ``--no-cold`` keeps the user's cache.
+
+Run: .venv/bin/python benchmarks/bench_catalogue.py [--versions 0.10.2.1,4.0.0]
+[--scenarios kip101-scenario1,...] [--no-cold]
+Needs Kafka release trees (HWCHAOS_KAFKA_DISTS, default /opt/kafka-dists); a version without
+one is reported as skipped. Network-partition scenarios need root (network namespaces).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from table import bench_line
+
+from harness.db import BrokerUnavailable
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
+
+PROFILES = ["0.10.2.1", "2.1.1", "3.3.1", "3.3.1-kraft", "4.0.0", "4.0.0-elr"]
+TARGET_ZK, TARGET_KRAFT, TARGET_ALL = 4.0, 6.0, 480.0
+PASSING = ("match", "prevented")
+
+
+@dataclass
+class Run:
+    """One scenario run: wall seconds, where they went, CPU, verdict."""
+
+    scenario: str
+    seconds: float
+    start: float  # cluster start
+    steps: float  # all steps together
+    cpu: float  # harness + brokers
+    verdict: str
+
+
+def one(scenario: str, version: str, root: Path) -> Run:
+    sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
+    folder = root / f"{scenario}__{version}"
+    info, _prediction, _verdict, _record = trial(
+        sc, resolve_version(version), "local", folder, folder.name, progress=lambda _m: None
+    )
+    timings = info.extra.get("timings", {})
+    phases = {p["name"]: float(p["seconds"]) for p in timings.get("phases", [])}
+    cpu = timings.get("cpu_seconds", {})
+    return Run(
+        scenario,
+        float(info.extra.get("seconds", 0.0)),
+        phases.get("cluster_start", 0.0),
+        sum(s for n, s in phases.items() if n.startswith("step ")),
+        float(cpu.get("harness", 0.0)) + float(cpu.get("jvms", 0.0)),
+        info.verdict,
+    )
+
+
+@contextlib.contextmanager
+def own_cache(on: bool) -> Iterator[None]:
+    """With ``on``: a new, empty ``HWCHAOS_CACHE`` for the block (a fresh machine's cache)."""
+    if not on:
+        yield
+        return
+    saved = os.environ.get("HWCHAOS_CACHE")
+    os.environ["HWCHAOS_CACHE"] = tempfile.mkdtemp(prefix="hwchaos-bench-cache-")
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HWCHAOS_CACHE", None)
+        else:
+            os.environ["HWCHAOS_CACHE"] = saved
+
+
+def report(version: str, target: float, runs: list[Run], cold: Run | None) -> None:
+    """The BENCH lines of one version."""
+    secs = [r.seconds for r in runs]
+    med = statistics.median(secs)
+    mid = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
+    every = [*runs, *([cold] if cold else [])]
+    ok = sum(r.verdict in PASSING for r in every)
+    print(bench_line(f"{version}: catalogue run, median (warm)", med, "s",
+                     f"<= {target:.0f} s", med <= target))  # fmt: skip
+    print(bench_line(f"{version}: catalogue run, max (warm)", max(secs), "s", None, None))
+    if cold is not None:
+        print(bench_line(f"{version}: first run, cold cache ({cold.scenario})", cold.seconds,
+                         "s", None, None))  # fmt: skip
+    print(bench_line(f"{version}: median run's cluster start / steps",
+                     f"{mid.start:.1f} / {mid.steps:.1f}", "s", None, None))  # fmt: skip
+    cpu = statistics.median(r.cpu for r in runs)
+    print(bench_line(f"{version}: CPU per run, median", cpu, "s", None, None))
+    print(bench_line(f"{version}: runs passing (match/prevented)", f"{ok}/{len(every)}", "",
+                     None, None))  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--versions", default=",".join(PROFILES))
+    names = sorted(f.stem for f in SCENARIO_DIR.glob("*.yaml"))
+    p.add_argument("--scenarios", default=",".join(names))
+    p.add_argument("--no-cold", action="store_true", help="keep the cache: no cold run")
+    args = p.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="hwchaos-catalogue-"))
+    scenarios = args.scenarios.split(",")
+    total = 0.0
+    complete = True
+    print(f"load average at start: {os.getloadavg()}", file=sys.stderr)
+    for version in args.versions.split(","):
+        v = resolve_version(version)
+        target = TARGET_KRAFT if v.mode == "kraft" else TARGET_ZK
+        try:
+            find_tree(v)
+        except BrokerUnavailable as exc:
+            complete = False
+            print(bench_line(f"{version}: skipped ({exc})", "-", "", None, None))
+            continue
+        runs: list[Run] = []
+        cold: Run | None = None
+        with own_cache(not args.no_cold):
+            for k, scenario in enumerate(scenarios):
+                r = one(scenario, version, root)
+                print(
+                    f"{version:<12} {scenario:<34} {r.seconds:6.1f}s start {r.start:5.1f}s "
+                    f"steps {r.steps:5.1f}s cpu {r.cpu:5.1f}s {r.verdict}",
+                    file=sys.stderr,
+                )
+                total += r.seconds
+                if k == 0 and not args.no_cold:
+                    cold = r
+                else:
+                    runs.append(r)
+        if runs:
+            report(version, target, runs, cold)
+    met = (total <= TARGET_ALL) if complete else None
+    print(bench_line("whole catalogue, every version above", total, "s",
+                     f"<= {TARGET_ALL:.0f} s", met))  # fmt: skip
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(bench_line("load average (1, 5, 15 min) at the end", load, "", None, None))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""``matrix --jobs 2`` reaches the same verdicts as a serial matrix, cell by cell, with each
+cell in its own process, ports and folder, and leaves no JVM behind."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.cli import matrix
+from harness.db import BrokerUnavailable
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+
+pytestmark = pytest.mark.broker
+
+VERSION = "0.10.2.1"
+SCENARIOS = ["kip101-scenario1", "kip101-scenario2", "acks1-unclean-election"]
+
+
+def _verdicts(out: Path) -> dict[str, tuple[str, bool, list[str]]]:
+    found = {}
+    for run in sorted((out / "cells").glob("*/run.json")):
+        j = json.loads(run.read_text())
+        found[run.parent.name] = (j["verdict"], j["model_match"], sorted(j["lost_acked"]))
+    return found
+
+
+def test_parallel_matrix_gives_the_serial_verdicts(tmp_path: Path) -> None:
+    try:
+        find_tree(resolve_version(VERSION))
+    except BrokerUnavailable as exc:
+        pytest.skip(f"needs the {VERSION} release tree: {exc}")
+    from harness.generator.scenarios import SCENARIO_DIR
+
+    files = [str(SCENARIO_DIR / f"{s}.yaml") for s in SCENARIOS]
+    common = ["--versions", VERSION, "--scenarios", *files]
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    assert matrix.main(["--out", str(serial), "--jobs", "1", *common]) == 0
+    assert matrix.main(["--out", str(parallel), "--jobs", "2", *common]) == 0
+    one, two = _verdicts(serial), _verdicts(parallel)
+    assert len(one) == len(SCENARIOS) and one == two
+    # each parallel cell ran in a child that logged to its own folder, with ports of its slot
+    logs = [(parallel / "cells" / c / "matrix.log").read_text() for c in two]
+    assert all("starting local cluster" in log for log in logs)
+    left = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True)
+    assert "java" not in left.stdout

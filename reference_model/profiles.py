@@ -75,6 +75,7 @@ class Generation:
     truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
     out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
     truncate_in_fetch: bool = False  # KAFKA-10554: truncation rides on the first Fetch
+    follower_truncates_before_hw: bool = False  # KAFKA-14704: no HW over a divergent tail
     hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
     kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
     no_epoch_bump_on_isr_shrink: bool = False  # KAFKA-15021 (KRaft, metadata.version 3.6)
@@ -264,6 +265,17 @@ RULES: dict[str, Rule] = {
             needs_ibp="2.7",
             boundary="scenarios/kip101-scenario1.yaml, "
             "tests/unit/test_profiles.py::test_kafka_10554_boundary",
+        ),
+        Rule(
+            "follower_truncates_before_hw",
+            "KAFKA-14704",
+            ("3.4.1", "3.5.0"),
+            "kafka.server.AbstractFetcherThread.processFetchRequest (truncateOnFetchResponse "
+            "now before ReplicaFetcherThread.processPartitionData's log.updateHighWatermark)",
+            "a follower whose Fetch answer carries a diverging epoch truncates before it applies "
+            "the leader's HW; from 2.8 (truncate_in_fetch) until the fix its HW briefly covered "
+            "its divergent, uncommitted tail, readable by follower-fetching consumers (KIP-392)",
+            boundary="tests/unit/test_profiles.py::test_kafka_14704_boundary",
         ),
         Rule(
             "hw_needs_min_isr",

@@ -343,6 +343,34 @@ KAFKA_15583 = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("version", "window"),
+    [
+        ("2.7.2", False),  # no truncation on fetch yet (KAFKA-10554, 2.8)
+        ("2.8.2", True),
+        ("3.3.1", True),
+        ("3.3.1-kraft", True),
+        ("3.4.0", True),
+        ("3.4.1", False),  # KAFKA-14704 backported
+        ("3.5.0", False),
+        ("4.0.0", False),
+    ],
+)
+def test_kafka_14704_boundary(version: str, window: bool) -> None:
+    """jepsen-2013-zombie-leader, step 9: ex-leader A (divergent m2) fetches from B. Before
+    the fix A applies B's HW 2 before truncating to 1, so m2 is readable from A meanwhile;
+    the state after the step is the same on both sides."""
+    sc = cat("jepsen-2013-zombie-leader")
+    r = run_scenario(sc, version)
+    step = r.steps[9]
+    noted = [n for n in step.notes if "KAFKA-14704" in n]
+    assert bool(noted) == window, step.notes
+    if window:
+        assert "['m2'] readable from A" in noted[0]
+    a = step.state.replicas[0]
+    assert [e.record for e in a.log] == ["m1", "m3"] and a.hw <= 2
+
+
 @pytest.mark.parametrize("mode", ["", "-kraft"])
 def test_kafka_15583_boundary(mode: str) -> None:
     s = ordering(KAFKA_15583, acks="1", min_insync=2)

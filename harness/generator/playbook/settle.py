@@ -24,6 +24,12 @@ class Settling(CutLinks):
 
     def _hold(self, name: str) -> None:
         if name not in self.down and name not in self.held and self.cluster.is_running(name):
+            if name not in self.user_paused:
+                # Let the broker checkpoint its HW first (bounded on the file being stable,
+                # not on any value), so its frozen file is its HW at the pause.
+                self.hw_reading(name)
+                if self.current_step > 0 and self.by_id.get(self.view().leader) != name:
+                    self.consumer_read(name, "follower")
             self.held.add(name)
             self._sync_sessions()
             nemesis.pause(self.cluster, name)

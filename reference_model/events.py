@@ -19,7 +19,7 @@ KINDS: dict[str, tuple[bool, bool, bool, str]] = {
         True,
         False,
         False,
-        "follower runs OffsetsForLeaderEpoch and truncates (epoch generations)",
+        "follower runs OffsetsForLeaderEpoch and truncates (0.11 on)",
     ),
     "checkpoint": (True, False, False, "broker writes replication-offset-checkpoint"),
     "flush": (True, False, False, "broker fsyncs the log (recovery point = LEO)"),

@@ -300,6 +300,9 @@ class PlaybookState:
             "leader": self.by_id.get(v.leader) if v else None,
             "leader_epoch": v.leader_epoch if v else -1,
             "isr": [self.by_id[i] for i in v.isr if i in self.by_id] if v else [],
+            # KIP-966: who may lead when an offline partition returns (the judge's stand-in
+            # leader); empty before 4.0 and without ELR.
+            "elr": [self.by_id[i] for i in v.elr if i in self.by_id] if v else [],
             "halted": halted,
             "halts": [h.to_json() for h in self.halts],
         }

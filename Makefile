@@ -1,5 +1,5 @@
 # The two commands the README promises: `make demo` (main job) and `make test` (tests).
-.PHONY: setup test test-fast test-integration test-system lint generate demo bench clean
+.PHONY: setup test test-fast test-integration test-system lint generate demo bench docs clean
 
 VENV := .venv/bin
 RESULTS ?= results
@@ -41,6 +41,10 @@ demo: setup
 # benchmarks/bench_*.py). HWCHAOS_BENCH_SCALE_ROWS=200000000 adds the long Spark scale run.
 bench: setup
 	nice -n 10 $(VENV)/python benchmarks/table.py
+
+# The tables of docs/model.md, regenerated from reference_model/profiles.RULES.
+docs: setup
+	$(VENV)/python scripts/gen_docs.py
 
 clean:
 	rm -rf $(RESULTS) .pytest_cache .mypy_cache .ruff_cache

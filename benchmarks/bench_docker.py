@@ -25,8 +25,8 @@ from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
 from harness.db.runtime import images
 from harness.db.runtime.daemon import ensure_daemon
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 
 # What "cheap enough to run every broker test in containers too" means here.
 TARGETS = {
@@ -83,7 +83,9 @@ def main() -> int:
         for backend in ("local", "docker"):  # interleaved: the machine's load hits both
             folder = root / f"{backend}-{k}"
             t0 = time.perf_counter()
-            info, _p, _v = play(sc, version, backend, folder, folder.name, lambda _m: None)
+            info, _p, _v, _record = trial(
+                sc, version, backend, folder, folder.name, lambda _m: None
+            )
             wall = time.perf_counter() - t0
             walls[backend].append(wall)
             print(f"{backend:<6} run {k}: {wall:6.1f}s  verdict={info.verdict}", flush=True)

@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.db.runtime.netns import RunNetwork, network_available, reap_leftovers
+from harness.db.runtime.linkcuts import network_available
+from harness.db.runtime.netns import RunNetwork, reap_leftovers
 
 SERVER = textwrap.dedent(
     """

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyarrow.parquet as pq
 
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 
 
 def main() -> None:
@@ -41,7 +41,7 @@ def main() -> None:
             for k in range(args.repeat):
                 folder = root / f"{name}-{version}-{k}"
                 t0 = time.perf_counter()
-                info, _pred, _v = play(
+                info, _pred, _v, _record = trial(
                     sc,
                     resolve_version(version),
                     "local",

@@ -27,10 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.kafka_encoding import Rec, v2_batch  # noqa: E402
-
 from harness.readback.dump import main as dump_main  # noqa: E402
 from harness.readback.logformat import read_segment  # noqa: E402
+from tests.unit.kafka_encoding import Rec, v2_batch  # noqa: E402
 
 DEFAULT_DISTS = Path("/opt/kafka-dists")
 # Newest first: DumpLogSegments got faster over the years, compare with the best.

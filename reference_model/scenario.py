@@ -26,6 +26,7 @@ Document shape::
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -92,6 +93,15 @@ class Scenario:
     @property
     def rf(self) -> int:
         return len(self.brokers)
+
+    def settings_text(self) -> str:
+        """The settings in force, in Kafka's own config names (printed by model and run)."""
+        return (
+            f"acks={self.acks} min.insync.replicas={self.min_insync} "
+            f"unclean.leader.election.enable={str(self.unclean).lower()} "
+            f"replication.factor={self.rf} (brokers {', '.join(self.brokers)}; "
+            f"leader {self.brokers[self.leader]})"
+        )
 
     def with_overrides(
         self,
@@ -161,8 +171,87 @@ def _show(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
-def _keys(keys: Any) -> str:
-    return "[" + ", ".join(_show(k) for k in sorted(keys, key=str)) + "]"
+# The keys each level of a scenario file accepts. Kafka's own config names are accepted as
+# aliases where they mean the same thing, so a file written by someone who knows the broker
+# config (``min.insync.replicas: 2``) is read as they meant it instead of silently ignored.
+TOP_KEYS = (
+    "name",
+    "description",
+    "fixed_by",
+    "brokers",
+    "leader",
+    "topic",
+    "producer",
+    "steps",
+    "expect",
+)
+TOPIC_KEYS = ("replication_factor", "min_insync_replicas", "unclean_leader_election")
+TOPIC_ALIASES = {
+    "replication.factor": "replication_factor",
+    "min.insync.replicas": "min_insync_replicas",
+    "unclean.leader.election.enable": "unclean_leader_election",
+}
+PRODUCER_KEYS = ("acks",)
+PRODUCER_ALIASES = {"request.required.acks": "acks"}  # the 0.8 producer's name
+EXPECT_KEYS = ("lost_acked", "divergent_offsets", "replicas")
+BROKER_STEP_KEYS = ("broker", "hold", "unclean", "hw")
+PRODUCE_KEYS = ("record", "to")
+LINK_KEYS = ("from", "to", "one_way")
+# Where a key that belongs elsewhere usually ends up: named in the error so the fix is obvious.
+_HOME = {
+    **{k: "topic" for k in (*TOPIC_KEYS, *TOPIC_ALIASES)},
+    **{k: "producer" for k in (*PRODUCER_KEYS, *PRODUCER_ALIASES)},
+}
+
+
+def _closest(key: Any, valid: Mapping[str, str] | tuple[str, ...] | list[str]) -> str:
+    """`` (did you mean 'x'?)`` for the nearest valid key, else the list of valid keys."""
+    names = list(valid)
+    text = str(key) if isinstance(key, str | int | float | bool) or key is None else ""
+    match = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.6) if text else []
+    if not match and text:
+        # ``min_insync`` or ``insync`` for ``min_insync_replicas``: a prefix/substring is as
+        # good a hint as an edit distance.
+        folded = text.lower().replace(".", "_").replace("-", "_")
+        match = [n for n in names if folded and (folded in n or n in folded)][:1]
+    if match:
+        return f" (did you mean {match[0]!r}?)"
+    return f" (valid: {', '.join(names)})"
+
+
+def check_keys(
+    raw: Mapping[Any, Any],
+    valid: tuple[str, ...],
+    where: str,
+    aliases: Mapping[str, str] | None = None,
+    level: str = "",
+) -> dict[str, Any]:
+    """``raw`` with every key known, Kafka aliases renamed to ours; else one-line error.
+
+    The error names the first unknown key (sorted, so the message is stable), where it was
+    found, and the closest valid key, or where the key belongs when it is a known key of
+    another level (``acks`` under ``topic``).
+    """
+    aliases = aliases or {}
+    out: dict[str, Any] = {}
+    spelled: dict[str, Any] = {}
+    for key in sorted(raw, key=str):
+        name = aliases.get(key, key) if isinstance(key, str) else key
+        if name not in valid:
+            home = _HOME.get(key) if isinstance(key, str) else None
+            if home is not None and home != level:
+                hint = f" (it belongs under '{home}:')"
+            else:
+                hint = _closest(key, [*valid, *aliases])
+            raise ScenarioError(f"{where}: unknown key {_show(key)}{hint}")
+        if name in out:
+            raise ScenarioError(
+                f"{where}: {_show(name)} given twice (as {_show(spelled[name])} and "
+                f"{_show(key)}); keep one"
+            )
+        out[name] = raw[key]
+        spelled[name] = key
+    return out
 
 
 def _scalar(value: Any, where: str, what: str) -> str:
@@ -222,9 +311,7 @@ def _parse_links(kind: str, arg: Any, brokers: tuple[str, ...], where: str) -> E
         return Event("heal", replica=_broker(arg, brokers, where, alias_ok=False))
     if not isinstance(arg, Mapping):
         raise ScenarioError(f"{where}: {kind} takes {{from: A, to: [B, controller]}}")
-    unknown = set(arg) - {"from", "to", "one_way"}
-    if unknown:
-        raise ScenarioError(f"{where}: {kind}: unknown keys {_keys(unknown)}")
+    arg = check_keys(arg, LINK_KEYS, f"{where}: {kind}")
     if "from" not in arg or "to" not in arg:
         raise ScenarioError(f"{where}: {kind} needs 'from' and 'to'")
     src = _node(arg["from"], brokers, where)
@@ -253,15 +340,14 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
         raise ScenarioError(f"{where}: a step is a mapping with one key, e.g. 'crash: B'")
     ((kind, arg),) = raw.items()
     if not isinstance(kind, str) or kind not in KINDS:
-        valid = ", ".join(sorted(KINDS))
-        raise ScenarioError(f"{where}: unknown event {_show(kind)} (valid: {valid})")
+        raise ScenarioError(f"{where}: unknown event {_show(kind)}{_closest(kind, sorted(KINDS))}")
     if kind in ("partition", "heal"):
         return _parse_links(kind, arg, brokers, where)
     takes_replica, takes_record, takes_value, _ = KINDS[kind]
     if kind == "produce":
         if isinstance(arg, Mapping):
-            unknown = set(arg) - {"record", "to"}
-            if unknown or "record" not in arg:
+            arg = check_keys(arg, PRODUCE_KEYS, f"{where}: produce")
+            if "record" not in arg:
                 raise ScenarioError(f"{where}: produce takes a record id or {{record, to}}")
             to = _broker(arg["to"], brokers, where, alias_ok=False) if "to" in arg else -1
             return Event("produce", replica=to, record=_scalar(arg["record"], where, "record"))
@@ -272,10 +358,7 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
     unclean = False
     value = -1
     if isinstance(arg, Mapping):
-        allowed = {"broker", "hold", "unclean", "hw"}
-        unknown = set(arg) - allowed
-        if unknown:
-            raise ScenarioError(f"{where}: {kind}: unknown keys {_keys(unknown)}")
+        arg = check_keys(arg, BROKER_STEP_KEYS, f"{where}: {kind}")
         if "broker" not in arg:
             raise ScenarioError(f"{where}: {kind}: missing 'broker'")
         target = _broker(arg["broker"], brokers, where)
@@ -311,24 +394,15 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
     """Validate a loaded scenario document; ``source`` names it in every error."""
     if not isinstance(doc, Mapping):
         raise ScenarioError(f"{source}: a scenario is a mapping with 'steps'")
-    known = {
-        "name",
-        "description",
-        "fixed_by",
-        "brokers",
-        "leader",
-        "topic",
-        "producer",
-        "steps",
-        "expect",
-    }
-    unknown = set(doc) - known
-    if unknown:
-        raise ScenarioError(f"{source}: unknown top-level keys {_keys(unknown)}")
+    doc = check_keys(doc, TOP_KEYS, source)
     topic = doc.get("topic") or {}
     producer = doc.get("producer") or {}
     if not isinstance(topic, Mapping) or not isinstance(producer, Mapping):
         raise ScenarioError(f"{source}: 'topic' and 'producer' must be mappings")
+    topic = check_keys(topic, TOPIC_KEYS, f"{source}: topic", TOPIC_ALIASES, "topic")
+    producer = check_keys(
+        producer, PRODUCER_KEYS, f"{source}: producer", PRODUCER_ALIASES, "producer"
+    )
     rf = topic.get("replication_factor")
     if "brokers" in doc:
         raw = doc["brokers"]
@@ -360,6 +434,8 @@ def parse_scenario(doc: Any, source: str) -> Scenario:
             f"{source}: min_insync_replicas must be 1..{len(brokers)}, got {min_insync}"
         )
     unclean = topic.get("unclean_leader_election", False)
+    if isinstance(unclean, str) and unclean.strip().lower() in ("true", "false"):
+        unclean = unclean.strip().lower() == "true"  # Kafka's config files spell it so
     if not isinstance(unclean, bool):
         raise ScenarioError(f"{source}: unclean_leader_election must be true or false")
     acks = _parse_acks(producer.get("acks", "all"), source)
@@ -405,9 +481,7 @@ def _parse_expect(raw: Any, brokers: tuple[str, ...], source: str) -> Expect:
     where = f"{source}: expect"
     if not isinstance(raw, Mapping):
         raise ScenarioError(f"{where}: a mapping of lost_acked, divergent_offsets, replicas")
-    unknown = set(raw) - {"lost_acked", "divergent_offsets", "replicas"}
-    if unknown:
-        raise ScenarioError(f"{where}: unknown keys {_keys(unknown)}")
+    raw = check_keys(raw, EXPECT_KEYS, where)
     lost: tuple[str, ...] | None = None
     if "lost_acked" in raw:
         items = raw["lost_acked"] if raw["lost_acked"] is not None else []

@@ -16,6 +16,8 @@ Where the rules are (each docstring names the Kafka method, KIP or JIRA it mirro
   (:func:`controller_of`), and the delivery of decisions to the brokers (the
   ``ControllerChannelManager`` in ZooKeeper mode, replay of the metadata log in KRaft), which
   network cuts and held-back requests can delay.
+
+Rules follow docs/background.md.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a state means: lost acknowledged writes, divergent offsets, invariant violations.
 
-Definitions are BACKGROUND.md's "What counts as lost": a write is lost when it was
+Definitions are docs/background.md's "What counts as lost": a write is lost when it was
 acknowledged and the partition's final leader does not hold it at the acknowledged offset.
 When the partition is offline the replica a clean election would pick when it returns (the
 first ISR member; under KIP-966 with an empty ISR, the first ELR member) stands in for the
@@ -61,15 +61,21 @@ def outcomes(cfg: Config, st: PartitionState) -> list[str]:
 
 
 def durability_checked(cfg: Config) -> bool:
-    """Settings under which Kafka promises no acknowledged write is lost."""
+    """Settings under which Kafka *promises* no acknowledged write is lost.
+
+    Informational (``hwchaos advise`` says whether a loss breaks a promise or is the
+    settings' documented price); the explorer judges ``acked_lost`` under every setting,
+    since an acks=1 write lost to a leader crash is just as lost (issue 21).
+    """
     return cfg.acks == "all" and cfg.min_insync >= 2 and not cfg.unclean
 
 
 def violations(cfg: Config, prev: PartitionState | None, st: PartitionState) -> list[str]:
     """Invariants the explorer checks after every transition ``prev -> st``.
 
-    - ``acked_lost``: (acks=all, min.insync>=2, clean elections) every acknowledged write is
-      on the current leader at its offset.
+    - ``acked_lost``: every acknowledged write is on the current leader at its offset,
+      whatever the settings (acks=1 and unclean election included: the loss is real even
+      where Kafka does not promise otherwise).
     - ``replicas_disagree_below_hw``: two live replicas that are not waiting to truncate hold
       the same records below the smaller of their HWs.
     - ``leader_missing_committed``: a cleanly elected new leader holds everything the old
@@ -77,7 +83,7 @@ def violations(cfg: Config, prev: PartitionState | None, st: PartitionState) -> 
     """
     out = []
     ctrl = st.controller
-    if durability_checked(cfg) and ctrl.leader != NO_LEADER:
+    if ctrl.leader != NO_LEADER:
         lead = st.replicas[ctrl.leader]
         for w in st.writes:
             if w.status == ACKED and not _holds(lead, w.offset, w.record):

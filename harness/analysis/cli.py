@@ -24,16 +24,15 @@ def _progress(t0: float, text: str) -> None:
     print(f"analyze [{time.perf_counter() - t0:5.1f}s] {text}", flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="hwchaos analyze",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("dir", help="a results folder: matrix output, run folder or bulk set")
     p.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     p.add_argument("--out", help="output folder (default DIR/analysis)")
     p.add_argument("--engine", choices=["spark", "pandas"], default="spark")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     root = Path(args.dir)
     out = Path(args.out) if args.out else root / "analysis"
     t0 = time.perf_counter()
@@ -81,6 +80,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {out / (name + '.parquet')}  ({len(df)} rows; also {name}.csv)")
     print(f"  {page}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="hwchaos analyze",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -11,15 +11,16 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos docker", description=__doc__.splitlines()[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("up", help="start dockerd when no daemon answers (root, Debian-like)")
     sub.add_parser("status", help="daemon and hwchaos leftovers")
     r = sub.add_parser("reap", help="remove containers and networks of dead hwchaos runs")
     r.add_argument("--all", action="store_true", help="also those of live runs")
-    args = p.parse_args(argv)
 
+
+def run(args: argparse.Namespace) -> int:
     from harness.db.runtime.daemon import docker_available, ensure_daemon
 
     if args.action == "up":
@@ -46,3 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"daemon {client.version().get('Version')}: {len(cs)} hwchaos containers, "
           f"{len(ns)} hwchaos networks")  # fmt: skip
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos docker", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))

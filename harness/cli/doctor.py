@@ -161,10 +161,12 @@ def run_checks() -> list[Check]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos doctor", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     rows = run_checks()
     if args.json:
         doc = {
@@ -183,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     missing = sum(r.status != "ok" for r in rows)
     print(f"\n{len(rows) - missing} of {len(rows)} ok", file=sys.stderr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos doctor", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

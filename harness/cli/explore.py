@@ -22,10 +22,64 @@ import yaml
 
 from explorer.search import Bounds, Reductions, counterexample_scenario, explore
 from harness import native
+from harness.cli.model import PROFILE_HELP
+from harness.cli.overrides import add_overrides, add_profile
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.generator import confirm
 from reference_model.profiles import generation
 from reference_model.scenario import to_document
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser."""
+    add_profile(p, "hw", PROFILE_HELP)
+    p.add_argument("--crashes", type=int, default=2, help="process crashes allowed")
+    p.add_argument("--power-losses", type=int, default=0)
+    p.add_argument("--max-depth", type=int, default=0, help="0 = run to exhaustion")
+    p.add_argument(
+        "--delayed-leader-and-isr",
+        action="store_true",
+        help="let LeaderAndIsr reach brokers late (zombie orderings)",
+    )
+    p.add_argument(
+        "--no-checkpoint", action="store_true", help="leave HW checkpoints out of the alphabet"
+    )
+    p.add_argument(
+        "--split-fetch", action="store_true", help="fetch request and response as separate events"
+    )
+    p.add_argument(
+        "--no-symmetry", action="store_true", help="no reduction over interchangeable replicas"
+    )
+    p.add_argument(
+        "--no-record-renaming", action="store_true", help="no reduction over record-id renaming"
+    )
+    p.add_argument("--no-por", action="store_true", help="no partial-order (sleep-set) reduction")
+    p.add_argument(
+        "--no-fast-replace", action="store_true", help="use the stock NamedTuple _replace"
+    )
+    p.add_argument(
+        "--no-compact-keys",
+        action="store_true",
+        help="visited set of canonical states instead of interned int tuples",
+    )
+    p.add_argument(
+        "--judge-every-state",
+        action="store_true",
+        help="judge invariants on every state, not only settled ones (pre-issue-9 behaviour)",
+    )
+    p.add_argument("--out", default="scenarios/found", help="where counterexamples are written")
+    p.add_argument("--max-counterexamples", type=int, default=5)
+    p.add_argument("--max-states", type=int, default=0, help="stop after N states (0 = none)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--pure",
+        action="store_true",
+        help="run the pure-Python model even when a compiled build exists (HWCHAOS_NATIVE=0)",
+    )
+    add_overrides(
+        p, defaults={"acks": "all", "min_insync": 2, "unclean": False, "rf": 2, "records": 2}
+    )
+    add_confirm_arguments(p)
 
 
 def add_confirm_arguments(p: argparse.ArgumentParser) -> None:
@@ -63,9 +117,9 @@ def _confirm_target(args: argparse.Namespace) -> KafkaVersion | str | None:
     return version
 
 
-def main(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     gen = generation(args.protocol)
-    if not 2 <= args.replicas <= 5:
+    if not 2 <= args.rf <= 5:
         print("hwchaos explore: --replicas must be 2..5", file=sys.stderr)
         return 2
     # Checked before the search, which can take minutes: no brokers, no point exploring.
@@ -74,7 +128,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"hwchaos explore: {target}", file=sys.stderr)
         return 2
     bounds = Bounds(
-        replicas=args.replicas,
+        replicas=args.rf,
         records=args.records,
         crashes=args.crashes,
         power_losses=args.power_losses,
@@ -136,7 +190,7 @@ def main(args: argparse.Namespace) -> int:
     for cx in res.counterexamples:
         name = f"found-{gen.name}-{cx.invariant.replace('_', '-')}"
         sc = counterexample_scenario(
-            cx, gen, args.acks, args.min_insync, args.unclean, args.replicas, name
+            cx, gen, args.acks, args.min_insync, args.unclean, args.rf, name
         )
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"{name}.yaml"

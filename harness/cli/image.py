@@ -24,8 +24,8 @@ def _say(msg: str) -> None:
     print(f"hwchaos image: {msg}", file=sys.stderr, flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos image", description=__doc__.splitlines()[0])
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     sub = p.add_subparsers(dest="action", required=True)
     b = sub.add_parser("build", help="build hwchaos/kafka:VERSION (and the base JRE image)")
     b.add_argument("--kafka", help=f"version: {', '.join(CATALOGUE)}")
@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--base", action="store_true", help="only the base JRE image")
     b.add_argument("--force", action="store_true", help="rebuild even if the inputs match")
     sub.add_parser("ls", help="list hwchaos images with their source and input hash")
-    args = p.parse_args(argv)
 
+
+def run(args: argparse.Namespace) -> int:
     from harness.db.runtime.daemon import docker_available
 
     reason = docker_available()
@@ -74,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     _say(f"{tag} ready ({time.perf_counter() - t0:.1f}s)")
     print(tag)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos image", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def _ls() -> int:

@@ -25,8 +25,8 @@ from harness.db.catalogue.dists import (
 from harness.db.catalogue.versions import CATALOGUE
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos kafka", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     sub = p.add_subparsers(dest="action", required=True)
     i = sub.add_parser("install", help="download, verify and unpack a release into the cache")
     i.add_argument("versions", nargs="+", metavar="VERSION", help=", ".join(CATALOGUE))
@@ -35,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--skip-java-check", action="store_true")
     i.add_argument("--force", action="store_true", help="reinstall over an installed tree")
     sub.add_parser("list", help="catalogue versions and where their trees are")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         return _list()
     if args.sha512 and len(args.versions) > 1:
@@ -61,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{done.signature})"
             )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos kafka", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def _list() -> int:

@@ -20,6 +20,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.checker import results
+from harness.checker.verdicts import two_verdicts
+from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
 from reference_model.profiles import FORMS, GENERATIONS, generation
@@ -166,20 +168,84 @@ def cells(args: argparse.Namespace) -> Iterator[Cell | str]:
         yield Cell(s, target, s.acks, s.min_insync, s.unclean, s.rf, n)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+def _loses(folder: Path) -> bool:
+    import json
+
+    run_json = folder / "run.json"
+    return run_json.is_file() and two_verdicts(json.loads(run_json.read_text())).lost
+
+
+def final_table(root: Path, todo: list[Cell]) -> list[str]:
+    """Per cell, both verdicts (agreement, safety), read back from each cell's run.json.
+
+    Read from the files, not from this process's memory, so a resumed matrix shows the cells
+    an earlier invocation played too. A cell without run.json is shown as ``not run``.
+    """
+    import json
+
+    rows = [("scenario", "target", "settings", "agreement", "safety", "lost / divergent")]
+    counts = {"lost": 0, "no loss": 0, "unknown": 0}
+    for c in todo:
+        run_json = root / c.cell_id / "run.json"
+        settings = f"acks={c.acks} isr={c.min_insync} unclean={str(c.unclean).lower()} rf={c.rf}"
+        if not run_json.is_file():
+            rows.append((c.scenario.name, c.target, settings, "not run", "unknown", ""))
+            counts["unknown"] += 1
+            continue
+        both = two_verdicts(json.loads(run_json.read_text()))
+        agreement = both.agreement
+        if both.model_only:
+            agreement = "prevented (model)" if both.agreement == "prevented" else "model only"
+        what = []
+        if both.lost_acked:
+            what.append("lost " + ",".join(both.lost_acked))
+        if both.divergent_offsets:
+            what.append("diverge@" + ",".join(str(o) for o in both.divergent_offsets))
+        rows.append(
+            (
+                c.scenario.name,
+                c.target,
+                settings,
+                agreement,
+                both.safety.upper() if both.lost else both.safety,
+                " ".join(what),
+            )
+        )
+        counts[both.safety] += 1
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(
+        f"{len(todo)} cells: {counts['lost']} lose data, {counts['no loss']} lose nothing, "
+        f"{counts['unknown']} unknown (not run, or stopped before the end)"
+    )
+    return lines
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("--out", required=True, help="results folder (resumable)")
     p.add_argument("--model-only", action="store_true", help="reference model only")
-    p.add_argument("--protocols", default=",".join(GENERATIONS))
+    p.add_argument(
+        "--profiles",
+        "--protocols",
+        dest="protocols",
+        default=",".join(GENERATIONS),
+        help="model profiles (model-only runs)",
+    )
     p.add_argument("--versions", default="0.10.2.1,3.3.1", help="Kafka versions (broker runs)")
     p.add_argument("--backend", default="local", choices=["local", "docker"])
     p.add_argument("--scenarios", nargs="*", help="scenario files (default: the catalogue)")
-    p.add_argument("--acks", default="", help="e.g. 1,all (default: each scenario's own)")
-    p.add_argument("--min-insync", default="", help="e.g. 1,2 (default: each scenario's own)")
-    p.add_argument("--unclean", default="", help="e.g. false,true (default: scenario's own)")
-    p.add_argument("--rf", default="", help="replication factors (alias scenarios only)")
-    p.add_argument("--records", default="1", help="records per produce step")
-    args = p.parse_args(argv)
+    add_overrides(p, lists=True)
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 when any cell loses an acknowledged write or leaves replicas divergent "
+        "(by default the exit status says only whether every cell reached a verdict)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()  # brokers run with another cwd: absolute paths only
     try:
         planned = list(cells(args))
@@ -209,13 +275,24 @@ def main(argv: list[str] | None = None) -> int:
         if cell.model_only:
             write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
         else:
-            from harness.generator.runner import run_on_brokers
+            from harness.trial import run_on_brokers
 
             ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
             failures += 0 if ok else 1
     (out / "skipped.txt").write_text("\n".join(skipped) + ("\n" if skipped else ""))
     print(f"matrix complete: {len(todo)} cells in {root}", file=sys.stderr)
+    table = final_table(root, todo)
+    (out / "verdicts.txt").write_text("\n".join(table) + "\n")
+    print("\n".join(table))
+    if args.fail_on_loss and any(_loses(root / c.cell_id) for c in todo):
+        return 1
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos matrix", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 if __name__ == "__main__":

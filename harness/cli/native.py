@@ -15,16 +15,14 @@ from collections.abc import Sequence
 from harness import native
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="hwchaos native",
-        description="Compile the reference model with mypyc for a faster explorer "
-        "(same source; `hwchaos explore --pure` forces the pure model).",
-    )
-    sub = ap.add_subparsers(dest="action", required=True)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
+    sub = p.add_subparsers(dest="action", required=True)
     sub.add_parser("build", help="compile the current model sources (reused when up to date)")
     sub.add_parser("status", help="the build explore would use, or why there is none")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.action == "status":
         build, line = native.status()
         print(line)
@@ -45,3 +43,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"built {build.short} in {time.perf_counter() - t0:.1f} s: {build.path}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="hwchaos native",
+        description="Compile the reference model with mypyc for a faster explorer "
+        "(same source; `hwchaos explore --pure` forces the pure model).",
+    )
+    add_arguments(p)
+    return run(p.parse_args(argv))

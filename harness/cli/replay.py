@@ -91,18 +91,25 @@ def read_acked(path: Path) -> tuple[list[Acked], dict[str, Any]]:
     return out, settings
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos replay", description=__doc__)
-    p.add_argument("logdir", help="one folder per broker, or <broker>.server.log files")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partition", type=int, default=0)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
+    p.add_argument(
+        "logdir",
+        help="one folder per broker, <broker>.server.log files, one pasted file of one or "
+        "several brokers' lines (compose/kubectl prefixes, JSON layouts, no timestamps: all "
+        "fine), or - for stdin",
+    )
+    p.add_argument("--topic", help="default: the one partition the lines are about")
+    p.add_argument("--partition", type=int, default=None)
     p.add_argument("--acked", help="producer's acknowledged records (JSON or 'record offset')")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", default="replay", help="folder for scenario, timeline, verdict")
     p.add_argument("--kafka", help="version the logs were written by (default: from the logs)")
     p.add_argument("--acks", choices=["0", "1", "all"], help="producer acks (default: 1)")
     p.add_argument("--min-insync", type=int, help="min.insync.replicas (default: from logs)")
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except ReplayError as exc:
@@ -110,14 +117,29 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos replay", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
 def _run(args: argparse.Namespace) -> int:
     from harness.replay.logdir import read_logdir
-    from harness.replay.reconstruct import detect_version, explain
+    from harness.replay.readings import explain
     from harness.replay.timeline import render_html, write_parquet
     from harness.replay.verdict import to_json, words
+    from harness.replay.versions import detect_version
     from reference_model.scenario import to_document
 
     logdir = Path(args.logdir)
+    if args.topic is None:
+        from harness.replay.logdir import guess_partition
+
+        args.topic, guessed, note = guess_partition(logdir, args.partition)
+        args.partition = guessed if args.partition is None else args.partition
+        print(f"hwchaos replay: {note}", file=sys.stderr)
+    if args.partition is None:
+        args.partition = 0
     brokers = read_logdir(logdir, args.topic, args.partition)
     acked = None
     settings: dict[str, Any] = {}

@@ -8,23 +8,28 @@ import sys
 import time
 from pathlib import Path
 
+from harness.checker.verdicts import two_verdicts
+from harness.cli.overrides import add_overrides, overrides
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.versions import CATALOGUE, resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
+from harness.trial import trial
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="hwchaos run", description=__doc__)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
     p.add_argument("scenario")
     p.add_argument("--kafka", required=True, help=f"version: {', '.join(CATALOGUE)}")
     p.add_argument("--backend", choices=["local", "docker"], default="local")
     p.add_argument("--out", default="runs", help="parent folder of run folders")
     p.add_argument("--json", action="store_true", help="print the verdict object")
-    p.add_argument("--acks", choices=["0", "1", "all"])
-    p.add_argument("--min-insync", type=int)
-    p.add_argument("--unclean", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--records", type=int)
+    p.add_argument(
+        "--fail-on-loss",
+        action="store_true",
+        help="exit 1 when the run loses an acknowledged write or leaves replicas divergent, "
+        "even as predicted (default: the exit status is the model agreement)",
+    )
+    add_overrides(p)
     p.add_argument(
         "--controllers",
         type=int,
@@ -32,7 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="KRaft versions: dedicated controllers in the quorum (default 1)",
     )
-    args = p.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     # Resolved once, here: brokers and ZooKeeper run with their own dir as cwd, so a relative
     # run folder would name a different place in their config files.
     out_dir = Path(args.out).resolve()
@@ -41,9 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
-    scenario = load_scenario(args.scenario).with_overrides(
-        acks=args.acks, min_insync=args.min_insync, unclean=args.unclean, records=args.records
-    )
+    scenario = load_scenario(args.scenario).with_overrides(**overrides(args))  # type: ignore[arg-type]
+    print(f"settings: {scenario.settings_text()}; Kafka {version.name}", flush=True)
     if args.backend == "local":
         from harness.db.runtime.local import kill_leftovers
 
@@ -54,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     run_id = f"{scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
     folder = out_dir / run_id
     try:
-        info, _pred, verdict = play(
+        info, _pred, verdict, _record = trial(
             scenario,
             version,
             args.backend,
@@ -66,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     except (BrokerUnavailable, ValueError) as exc:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
+    both = two_verdicts(info)
     if args.json:
         out = {
+            **both.to_json(),
             "verdict": info.verdict,
             "model_match": info.model_match,
             "replicas": _replicas(folder),
@@ -82,7 +90,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(verdict.summary() if verdict else f"{info.verdict}: {info.extra.get('failure')}")
         print(f"run folder: {folder} (report.html)")
+        print(both.last_line())
+    if args.fail_on_loss and both.lost:
+        return 1
     return 0 if info.model_match else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="hwchaos run", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
 
 
 def _replicas(folder: Path) -> dict[str, list[dict[str, object]]]:

@@ -35,13 +35,24 @@ if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
     from harness.db.mode import Mode
     from harness.db.mode.view import MetadataView
-    from harness.db.runtime.netns import Partitions
+    from harness.db.runtime.linkcuts import Partitions
 
 DEFAULT_DISTS = Path("/opt/kafka-dists")
 
 
 class ClusterError(RuntimeError):
     """A cluster could not be started or reached; the message is one line."""
+
+
+class FenceTimeout(RuntimeError):
+    """A step's precondition never became true; the run stops rather than guess.
+
+    Defined with the cluster because the modes wait on their own controller's state too.
+    """
+
+
+class StepPrevented(RuntimeError):
+    """The step cannot be made to happen on this backend/version (a result, not a bug)."""
 
 
 class BrokerUnavailable(ClusterError):
@@ -92,6 +103,8 @@ class Cluster(ABC):
     nodes: dict[str, BrokerSpec]
     workdir: Path
     network: Partitions | None = None  # cuts links between nodes; None: this runtime cannot
+    # Nodes stopped on purpose: a node exiting while the mode waits is an error, unless listed.
+    expected_down: set[str]
 
     # ------------------------------------------------------------------ runtime capabilities
 

@@ -105,7 +105,7 @@ def verdict_of(res: RunResult, profile: str) -> ModelVerdict:
             if v not in broken:
                 broken.append(v)
     prevented: dict[str, Any] | None = None
-    value = getattr(res, "prevented", None)
+    value = res.prevented
     if value is not None:
         k, reason = value
         sc = res.scenario
@@ -231,7 +231,7 @@ class Confirmation:
 
 
 def outcome_of(info: Any, verdict: Any) -> RunOutcome:
-    """A :class:`RunOutcome` from what ``runner.play`` returns (RunInfo, Verdict | None)."""
+    """A :class:`RunOutcome` from what ``harness.trial.trial`` returns (RunInfo, Verdict | None)."""
     prevented = info.prevented or {}
     return RunOutcome(
         verdict=info.verdict,
@@ -261,7 +261,7 @@ def confirm(
     progress: Callable[[str], None],
 ) -> list[Confirmation]:
     """Play every counterexample on ``version`` (identical orderings once) and classify."""
-    from harness.generator.runner import play
+    from harness.trial import trial
 
     out: list[Confirmation] = []
     played: dict[tuple[str, ...], Confirmation] = {}
@@ -301,7 +301,7 @@ def confirm(
             f"({backend}) -> {folder}"
         )
         t0 = time.perf_counter()
-        info, _prediction, verdict = play(
+        info, _prediction, verdict, _record = trial(
             sc,
             version,
             backend,

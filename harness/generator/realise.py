@@ -36,14 +36,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from harness.db import Cluster
-from harness.db.runtime.netns import network_available
+from harness.db.runtime.linkcuts import network_available
 from reference_model.events import ZOOKEEPER_NODE
 from reference_model.scenario import Scenario
 
 if TYPE_CHECKING:
     from reference_model.run import RunResult
 
-ZOOKEEPER = "zookeeper"
 SHORT_LAG_MS = 6000
 """``replica.lag.time.max.ms`` of runs with ``isr_shrink`` steps: the leader's ISR-expiry
 task runs every half of it, so a cut follower is out within 1.5x."""
@@ -118,20 +117,21 @@ def configure(cluster: Cluster, want: NetworkNeeds) -> list[str]:
     if not want.network:
         return []
     said: list[str] = []
-    zk = cluster.mode.name == "zookeeper"
     for name, spec in cluster.brokers.items():
         spec.props["replica.socket.timeout.ms"] = str(SOCKET_TIMEOUT_MS)
         spec.props["controller.socket.timeout.ms"] = str(SOCKET_TIMEOUT_MS)
         if name in want.lag_on:
             spec.props["replica.lag.time.max.ms"] = str(SHORT_LAG_MS)
-        if zk and name in want.short_session:
-            spec.props["zookeeper.session.timeout.ms"] = str(SHORT_SESSION_MS)
+        if name in want.short_session:
+            spec.props.update(cluster.mode.short_session_props(SHORT_SESSION_MS))
     if want.short_lag:
         who = ",".join(sorted(want.lag_on))
         said.append(f"replica.lag.time.max.ms={SHORT_LAG_MS} on {who} (leader at isr_shrink)")
-    if zk and want.short_session:
+    short = cluster.mode.short_session_props(SHORT_SESSION_MS)
+    if short and want.short_session:
         who = ",".join(sorted(want.short_session))
-        said.append(f"zookeeper.session.timeout.ms={SHORT_SESSION_MS} for {who} (cut from ZK)")
+        props = ", ".join(f"{k}={v}" for k, v in short.items())
+        said.append(f"{props} for {who} (cut from {cluster.mode.hub_name})")
     return said
 
 

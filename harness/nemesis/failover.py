@@ -32,8 +32,6 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.db import Cluster
-from harness.db.mode import ZooKeeperMode
-from harness.db.mode.zk_view import ZkView
 from harness.db.runtime.ports import free_port
 from harness.nemesis import faults
 from reference_model.run import RunResult
@@ -61,46 +59,40 @@ def unnoticed_restarts(prediction: RunResult) -> list[int]:
 def prepare(cluster: Cluster, prediction: RunResult) -> bool:
     """Give a ZooKeeper-mode cluster its spare controller broker if the run needs a failover.
 
-    Call before the cluster starts. True when a spare was added.
+    Call before the cluster starts. True when a spare was added (a mode without such a
+    failover, KRaft, adds none).
     """
-
-    if not isinstance(cluster.mode, ZooKeeperMode) or not unnoticed_restarts(prediction):
+    if not unnoticed_restarts(prediction):
         return False
-    cluster.mode.add_spare(cluster, free_port())
-    return True
+    return cluster.mode.add_spare_controller(cluster, free_port())
 
 
 def has_spare(cluster: Cluster) -> bool:
-
-    return isinstance(cluster.mode, ZooKeeperMode) and cluster.mode.spare is not None
+    """The cluster was given a spare controller to fail over to."""
+    return cluster.mode.controller_election(cluster) is not None
 
 
 class ControllerFailover:
     """Freeze, fail over and restore the controller brokers of one ZooKeeper-mode cluster."""
 
     def __init__(self, cluster: Cluster, wait: Wait, timeout: float = 45.0) -> None:
-
-        if not isinstance(cluster.mode, ZooKeeperMode) or cluster.mode.spare is None:
+        election = cluster.mode.controller_election(cluster)
+        if election is None:
             raise ValueError("controller failover needs a ZooKeeper-mode cluster with a spare")
         self.cluster = cluster
-        self.mode = cluster.mode
+        self.election = election
         self.wait = wait
         self.timeout = timeout
         self.frozen: str | None = None
 
     # ------------------------------------------------------------------ observing
 
-    def _zk(self) -> Any:
-
-        return ZkView(self.mode.zk_connect(self.cluster))
-
     def eligible(self) -> list[str]:
         """The brokers that may be controller (they host no replica of the test topic)."""
-        return self.mode.controller_brokers()
+        return self.election.eligible()
 
     def controller_id(self) -> int:
-        with self._zk() as zk:
-            return int(zk.controller())
+        return self.election.controller_id()
 
     def name_of(self, broker_id: int) -> str | None:
         return next((n for n in self.eligible() if self._id(n) == broker_id), None)
@@ -109,15 +101,10 @@ class ControllerFailover:
         return self.cluster.brokers[name].broker_id
 
     def _registered(self, name: str) -> bool:
-        with self._zk() as zk:
-            return self._id(name) in zk.live_brokers()
+        return self.election.registered(self._id(name))
 
     def _seen(self) -> str:
-        try:
-            with self._zk() as zk:
-                return f"/controller={zk.controller()} /brokers/ids={list(zk.live_brokers())}"
-        except Exception as exc:
-            return f"(ZooKeeper unreadable: {exc})"
+        return self.election.describe()
 
     # ------------------------------------------------------------------ the fault
 
@@ -151,11 +138,9 @@ class ControllerFailover:
         try:
             faults.crash(self.cluster, old)  # SIGKILL ends a stopped JVM too
             self.frozen = None
-            with self._zk() as zk:
-                # its session outlives the process (60 s): remove what it held, registration
-                # first so the new controller never counts the dead one live
-                zk.expire_registration(self._id(old))
-                zk.resign_controller(self._id(old))
+            # its session outlives the process (60 s): remove what it held, registration
+            # first so the new controller never counts the dead one live
+            self.election.drop_session(self._id(old))
             self.wait(
                 lambda: self.controller_id() == new_id,
                 f"{new} (broker {new_id}) to win the controller election",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.db import Cluster, ClusterError
 from harness.db.names import PARTITION, TOPIC
-from harness.db.runtime.netns import CLIENT, Direction, Partitions, network_available
+from harness.db.runtime.linkcuts import CLIENT, Direction, Partitions, network_available
 from harness.db.runtime.process import stopped
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
 from harness.readback.logformat import read_segment

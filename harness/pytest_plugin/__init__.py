@@ -7,7 +7,7 @@ Scenario files as tests::
 
 collects every scenario file x Kafka version (and x model generation with
 ``--hwchaos-protocol``) as one test item. A broker item plays the scenario on a fresh
-cluster (:func:`harness.generator.runner.run_on_brokers`) and fails when the brokers
+cluster (:func:`harness.trial.run_on_brokers`) and fails when the brokers
 disagree with the model, with the per-replica diff (predicted vs observed logs, the first
 differing step) in the message. A scenario's optional ``expect:`` block (``lost_acked``,
 ``divergent_offsets``, ``replicas``) is checked against what the brokers did (broker
@@ -17,7 +17,7 @@ as the ``hwchaos_run_folder`` user property, so ``--junitxml`` carries it.
 Without any ``--hwchaos-*`` option nothing is collected: the plugin is registered through
 the ``pytest11`` entry point and so is loaded in every pytest session of the environment.
 
-Fixtures for application tests (see the README): ``hwchaos_cluster`` (a running cluster;
+Fixtures for application tests (see docs/ci.md): ``hwchaos_cluster`` (a running cluster;
 version and size from ``@pytest.mark.hwchaos(version=..., brokers=N)``, else the first
 ``--hwchaos-kafka`` version, else 3.3.1 with 3 brokers), ``hwchaos_nemesis`` (crash, power
 loss, pause, resume, clean stop, restart, partition where the backend can) and
@@ -25,15 +25,13 @@ loss, pause, resume, clean stop, restart, partition where the backend can) and
 (a release tree, java, a Docker daemon) skips the test with a one-line reason.
 """
 
+from harness.checker.expect import expect_problems, read_replicas, replica_table
 from harness.pytest_plugin.collect import (
     BadScenarioItem,
     HwchaosFailure,
     ScenarioFile,
     ScenarioItem,
-    expect_problems,
     pytest_collect_file,
-    read_replicas,
-    replica_table,
 )
 from harness.pytest_plugin.fixtures import (
     HwchaosCluster,

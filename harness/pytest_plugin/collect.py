@@ -11,6 +11,15 @@ from typing import Any
 
 import pytest
 
+from harness.checker.expect import (
+    diff_rows,
+    expect_problems,
+    expected_logs,
+    lost_step_lines,
+    read_replicas,
+    replica_table,
+)
+from harness.checker.verdicts import two_verdicts
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.pytest_plugin.options import RUN_FOLDER, _settings, _unique, unavailable
 from reference_model.scenario import Scenario, ScenarioError
@@ -101,23 +110,27 @@ class ScenarioItem(pytest.Item):
 
         pj = run_scenario(self.scenario, protocol).to_json()
         predicted = {n: [e["record"] for e in log] for n, log in pj["replicas"].items()}
+        self._record_safety(pj["lost_acked"], pj["divergent_offsets"], "model only")
         problems = expect_problems(
             self.scenario, pj["lost_acked"], pj["divergent_offsets"], predicted
         )
-        if problems:
+        where = f"{self.scenario.name} under the model ({protocol})"
+        loss = self._loss_problems(where, pj["lost_acked"], pj["divergent_offsets"])
+        if problems or loss:
+            head = [f"{where}: expect: does not hold", *problems] if problems else []
             raise HwchaosFailure(
                 "\n".join(
                     [
-                        f"{self.scenario.name} under the model ({protocol}): expect: does not hold",
-                        *problems,
-                        *replica_table(predicted, None, _expected_logs(self.scenario)),
-                        *_lost_steps(self.scenario, pj),
+                        *head,
+                        *loss,
+                        *replica_table(predicted, None, expected_logs(self.scenario)),
+                        *lost_step_lines(self.scenario, pj),
                     ]
                 )
             )
 
     def _run_brokers(self, version: KafkaVersion) -> None:
-        from harness.generator.runner import run_on_brokers
+        from harness.trial import run_on_brokers
 
         settings = _settings(self.config)
         reason = unavailable(version, settings.backend)
@@ -130,6 +143,10 @@ class ScenarioItem(pytest.Item):
         run_on_brokers(self.scenario, version.name, settings.backend, folder, folder.name)
         doc = json.loads((folder / "verdict.json").read_text())
         where = f"{self.scenario.name} on Kafka {version.name} ({version.generation})"
+        both = two_verdicts(doc)
+        self._record_safety(both.lost_acked, both.divergent_offsets, both.agreement, both.safety)
+        self.add_report_section("call", "hwchaos", both.last_line())
+        loss = self._loss_problems(where, both.lost_acked, both.divergent_offsets)
         verdict = doc.get("verdict")
         failure = str(doc.get("extra", {}).get("failure", ""))
         if verdict == "step_prevented":
@@ -149,7 +166,10 @@ class ScenarioItem(pytest.Item):
                 f"{p.get('reason')}; harness: {p.get('harness_note')}",
             )
             # The logs up to that step matched the model; the scenario's ``expect`` block
-            # describes the whole ordering, which this version never lets happen.
+            # describes the whole ordering, which this version never lets happen. A loss
+            # before the prevented step is still a loss.
+            if loss:
+                raise HwchaosFailure("\n".join([*loss, f"run folder: {folder}"]))
             return
         if verdict not in ("match", "model_mismatch"):
             raise HwchaosFailure(f"{where}: {verdict}: {failure}\nrun folder: {folder}")
@@ -166,7 +186,7 @@ class ScenarioItem(pytest.Item):
                 )
             )
             lines += replica_table(predicted, observed, None)
-            lines += _diff_rows(detail.get("differences", []))
+            lines += diff_rows(detail.get("differences", []))
             lines.append(
                 f"lost acknowledged: predicted {detail.get('predicted_lost_acked')} observed "
                 f"{detail.get('lost_acked')}; divergent offsets: predicted "
@@ -179,12 +199,49 @@ class ScenarioItem(pytest.Item):
         if problems:
             if not lines:
                 lines.append(f"{where}: expect: does not hold (the model agrees with the brokers)")
-                lines += replica_table(predicted, observed, _expected_logs(self.scenario))
+                lines += replica_table(predicted, observed, expected_logs(self.scenario))
             else:
                 lines.append("expect: does not hold either")
             lines += problems
+        if loss and not lines:
+            lines += loss
+            lines += replica_table(predicted, observed, None)
+        elif loss:
+            lines += loss
         if lines:
             raise HwchaosFailure("\n".join([*lines, f"run folder: {folder}"]))
+
+    def _record_safety(
+        self, lost: list[str], divergent: list[int], agreement: str, safety: str = ""
+    ) -> None:
+        """Both verdicts as user properties, so ``--junitxml`` carries what was lost."""
+        if not safety:
+            safety = "lost" if lost or divergent else "no loss"
+        self.user_properties += [
+            ("hwchaos_agreement", agreement),
+            ("hwchaos_safety", safety),
+            ("lost_acked", ",".join(sorted(lost))),
+            ("divergent_offsets", ",".join(str(o) for o in sorted(divergent))),
+        ]
+
+    def _loss_problems(self, where: str, lost: list[str], divergent: list[int]) -> list[str]:
+        """Under ``--hwchaos-fail-on-loss``: one line per kind of loss the scenario's
+        ``expect:`` does not already decide."""
+        if not _settings(self.config).fail_on_loss:
+            return []
+        e = self.scenario.expect
+        out = []
+        if lost and (e is None or e.lost_acked is None):
+            out.append(f"{where}: acknowledged writes LOST: {', '.join(sorted(lost))}")
+        if divergent and (e is None or e.divergent_offsets is None):
+            offs = ", ".join(str(o) for o in sorted(divergent))
+            out.append(f"{where}: replicas DIVERGE at offsets {offs}")
+        if out:
+            out.append(
+                "  (--hwchaos-fail-on-loss: a loss fails the test even when the model "
+                "predicted it; give expect: lost_acked/divergent_offsets to accept it)"
+            )
+        return out
 
     def _step_text(self, step: int | None) -> str:
         if step is None or not 1 <= step <= len(self.scenario.steps):
@@ -198,101 +255,3 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"hwchaos: {self.name}"
-
-
-def read_replicas(folder: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """Predicted and observed final logs (records in offset order) from a run folder."""
-    import pyarrow.parquet as pq
-
-    df = pq.read_table(folder / "replicas.parquet").to_pandas().sort_values(["replica", "offset"])
-    out: dict[str, dict[str, list[str]]] = {"predicted": {}, "observed": {}}
-    for (source, replica), g in df.groupby(["source", "replica"]):
-        out[str(source)][str(replica)] = [str(r) for r in g["record"]]
-    return out["predicted"], out["observed"]
-
-
-def _expected_logs(s: Scenario) -> dict[str, list[str]] | None:
-    if s.expect is None or s.expect.replicas is None:
-        return None
-    return {n: list(r) for n, r in s.expect.replicas}
-
-
-def expect_problems(
-    s: Scenario, lost: list[str], divergent: list[int], logs: dict[str, list[str]]
-) -> list[str]:
-    """One line per part of the scenario's ``expect:`` block that ``logs`` etc. break."""
-    e = s.expect
-    if e is None:
-        return []
-    out = []
-    if e.lost_acked is not None and sorted(lost) != list(e.lost_acked):
-        out.append(f"  lost_acked: expected {list(e.lost_acked)}, got {sorted(lost)}")
-    if e.divergent_offsets is not None and sorted(divergent) != list(e.divergent_offsets):
-        out.append(
-            f"  divergent_offsets: expected {list(e.divergent_offsets)}, got {sorted(divergent)}"
-        )
-    for name, want in e.replicas or ():
-        got = logs.get(name, [])
-        if list(want) != got:
-            at = _first_difference(list(want), got)
-            out.append(
-                f"  replicas.{name}: expected {list(want)}, got {got} (first differs at offset "
-                f"{at})"
-            )
-    return out
-
-
-def _first_difference(a: list[str], b: list[str]) -> int:
-    for i, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return i
-    return min(len(a), len(b))
-
-
-def replica_table(
-    predicted: dict[str, list[str]],
-    observed: dict[str, list[str]] | None,
-    expected: dict[str, list[str]] | None,
-) -> list[str]:
-    """Per-replica final logs side by side, with the first offset where they part."""
-    cols = [("predicted", predicted)]
-    if observed is not None:
-        cols.append(("observed", observed))
-    if expected is not None:
-        cols.append(("expected", expected))
-    names = sorted({n for _, logs in cols for n in logs})
-    width = max([10, *(len(" ".join(log)) for _, c in cols for log in c.values())]) + 2
-    head = "  replica  " + "".join(f"{title:<{width}}" for title, _ in cols)
-    lines = ["per-replica logs (records in offset order):", head]
-    for n in names:
-        logs = [c.get(n, []) for _, c in cols]
-        cells = "".join(f"{(' '.join(log) or '-'):<{width}}" for log in logs)
-        note = ""
-        if any(log != logs[0] for log in logs[1:]):
-            at = min(_first_difference(logs[0], log) for log in logs[1:] if log != logs[0])
-            note = f"<- differs at offset {at}"
-        lines.append(f"  {n:<9}{cells}{note}".rstrip())
-    return lines
-
-
-def _diff_rows(differences: list[dict[str, Any]]) -> list[str]:
-    if not differences:
-        return []
-    lines = ["differing positions:"]
-    for d in differences[:20]:
-        lines.append(
-            f"  {d.get('replica')} offset {d.get('offset')}: predicted {d.get('predicted')} "
-            f"observed {d.get('observed')} ({d.get('status')})"
-        )
-    if len(differences) > 20:
-        lines.append(f"  ... {len(differences) - 20} more")
-    return lines
-
-
-def _lost_steps(s: Scenario, pj: dict[str, Any]) -> list[str]:
-    steps = pj.get("lost_steps", {})
-    return [
-        f"model: {rec} lost at step {k}: {s.steps[k - 1].describe(s.brokers)}"
-        for rec, k in sorted(steps.items())
-        if 1 <= k <= len(s.steps)
-    ]

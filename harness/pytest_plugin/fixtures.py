@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 import signal
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +35,53 @@ class HwchaosCluster:
         self.cluster = cluster
         self.version = version
         self.names = names
+        # Unique across runs (a retried test, a reused topic): a record id found on disk is
+        # always the one this test sent, never a leftover with the same name.
+        self._prefix = uuid.uuid4().hex[:8]
+        self._next = 0
+        self.lost: list[str] = []  # every loss lost_acked() found, for the JUnit property
+
+    def record_id(self) -> str:
+        """A record id unique to this test run (``<run>-<n>``); send it as key and value."""
+        self._next += 1
+        return f"{self._prefix}-{self._next}"
+
+    def log(self, name: str, topic: str = TOPIC) -> list[tuple[int, int, str]]:
+        """Broker ``name``'s log of ``topic``-0 as written on disk: (offset, epoch, id)."""
+        from harness.readback.logformat import read_partition_dir
+
+        pdir = self.cluster.partition_dir(name, topic)
+        if not pdir.is_dir():
+            return []
+        return [(r.offset, r.epoch, r.record_id) for r in read_partition_dir(pdir, verify=False)]
+
+    def lost_acked(
+        self, acked: Iterable[Any], topic: str = TOPIC, timeout: float = 60.0
+    ) -> list[str]:
+        """The acknowledged records the partition's leader does not hold, read from disk.
+
+        ``acked``: record ids (str or bytes) or the delivered messages themselves
+        (confluent-kafka ``Message``: its offset is checked too, as Kafka's promise is
+        about the acknowledged offset). Waits (bounded) for a leader; a partition with none
+        counts every acknowledged record lost, since no consumer can read it. After a
+        leader change, ``wait_for_leader(topic, not_=old)`` first: until the controller has
+        elected, the old leader is still the one on record.
+        """
+        wanted = [_acked_entry(a) for a in acked]
+        try:
+            leader: str | None = self.wait_for_leader(topic, timeout=timeout)
+        except TimeoutError:
+            leader = None
+        on_disk = self.log(leader, topic) if leader is not None else []
+        at = {o: r for o, _e, r in on_disk}
+        ids = set(at.values())
+        lost = [
+            rec
+            for rec, off in wanted
+            if (off is None and rec not in ids) or (off is not None and at.get(off) != rec)
+        ]
+        self.lost += [r for r in lost if r not in self.lost]
+        return lost
 
     @property
     def bootstrap(self) -> str:
@@ -177,6 +226,28 @@ class HwchaosNemesis:
 
         return faults.heal(self.cluster)
 
+    def lag(self, follower: str) -> None:
+        """Make ``follower`` stop fetching (its fetcher paused with the JVM: SIGSTOP).
+
+        It stays in the ISR until the leader's replica.lag.time.max.ms passes, so a write
+        acknowledged now with acks=1 is on the leader alone: the catalogue's "leader dies
+        before a follower fetches" ordering. ``catch_up`` lets it fetch again."""
+        self.pause(follower)
+
+    def catch_up(self, follower: str) -> None:
+        """Let a lagging follower fetch again (SIGCONT)."""
+        self.resume(follower)
+
+    def cut_from_leader(self, follower: str, topic: str = TOPIC) -> list[tuple[str, str]]:
+        """Cut the links between ``follower`` and the partition's leader, both ways: the
+        follower keeps its controller session (it stays registered) but fetches nothing,
+        so the leader drops it from the ISR after replica.lag.time.max.ms. Needs
+        ``@pytest.mark.hwchaos(..., network=True)``; ``heal()`` restores the links."""
+        leader = self.c.wait_for_leader(topic)
+        if leader == follower:
+            raise ValueError(f"{follower} leads {topic}-{PARTITION}: cut a follower")
+        return self.partition(follower, leader)
+
     def _detect(self, name: str) -> None:
         """What the expiry of its session (ZooKeeper) or a fencing (KRaft) does, now."""
         self.cluster.declare_dead(name)
@@ -191,6 +262,21 @@ class HwchaosNemesis:
 
 
 Readback = Callable[..., dict[str, list[tuple[int, int, str]]]]
+
+
+def _acked_entry(a: Any) -> tuple[str, int | None]:
+    """(record id, acknowledged offset or None) of one ``lost_acked`` argument."""
+    if isinstance(a, bytes):
+        return a.decode(), None
+    if isinstance(a, str):
+        return a, None
+    value = getattr(a, "value", None)
+    if callable(value):  # a confluent_kafka.Message from the delivery callback
+        raw = a.key() or value()
+        rec = raw.decode() if isinstance(raw, bytes) else str(raw)
+        off = a.offset()
+        return rec, (int(off) if off is not None and off >= 0 else None)
+    raise TypeError(f"lost_acked: expected record ids or delivered messages, got {type(a)}")
 
 
 def _marker_args(request: pytest.FixtureRequest) -> tuple[str, int, bool]:
@@ -217,7 +303,7 @@ def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
     if reason is not None:
         pytest.skip(reason)
     if network:
-        from harness.db.runtime.netns import network_available
+        from harness.db.runtime.linkcuts import network_available
 
         why = network_available()
         if settings.backend != "local" or why is not None:
@@ -237,9 +323,18 @@ def hwchaos_cluster(request: pytest.FixtureRequest) -> Iterator[HwchaosCluster]:
         cluster = make_cluster(version, settings.backend, names, workdir, run_id)
     try:
         cluster.start()
-        yield HwchaosCluster(cluster, version, names)
+        handle = HwchaosCluster(cluster, version, names)
+        yield handle
     finally:
         cluster.close()
+    # What lost_acked() found, on the report like a scenario item's (JUnit property);
+    # --hwchaos-fail-on-loss fails a test whose own assertions let a loss pass.
+    request.node.user_properties.append(("lost_acked", ",".join(handle.lost)))
+    if handle.lost and settings.fail_on_loss:
+        pytest.fail(
+            f"acknowledged writes LOST: {', '.join(handle.lost)} (--hwchaos-fail-on-loss)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture

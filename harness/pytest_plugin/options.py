@@ -27,7 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"play every scenario file on these Kafka versions ({', '.join(CATALOGUE)})",
     )
     g.addoption(
+        "--hwchaos-profile",
         "--hwchaos-protocol",
+        dest="hwchaos_protocol",
         default="",
         metavar="P1,P2",
         help=f"also check every scenario file against the model alone ({', '.join(GENERATIONS)})",
@@ -37,6 +39,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="local",
         choices=["local", "docker"],
         help="how clusters run: local JVMs (release trees) or docker containers",
+    )
+    g.addoption(
+        "--hwchaos-fail-on-loss",
+        action="store_true",
+        help="fail a scenario test whose run loses an acknowledged write or leaves replicas "
+        "divergent, even when the model predicted it (a scenario's expect: still decides the "
+        "parts it gives)",
     )
     g.addoption(
         "--hwchaos-out",
@@ -51,6 +60,7 @@ class Settings:
     protocols: tuple[str, ...]
     backend: str
     out: Path
+    fail_on_loss: bool = False
 
     @property
     def active(self) -> bool:
@@ -83,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
             generation(p)  # a generation name, a release number or a catalogue name
         except ValueError:
             raise pytest.UsageError(
-                f"--hwchaos-protocol: unknown generation {p!r} (known: {', '.join(GENERATIONS)}, "
+                f"--hwchaos-profile: unknown profile {p!r} (known: {', '.join(GENERATIONS)}, "
                 "or a Kafka release such as 2.0.1)"
             ) from None
     # Resolved once, against the directory pytest was started in: JVMs run elsewhere.
@@ -91,7 +101,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if not out.is_absolute():
         out = Path(config.invocation_params.dir) / out
     config.stash[_SETTINGS] = Settings(
-        versions, protocols, str(config.getoption("hwchaos_backend")), out.resolve()
+        versions,
+        protocols,
+        str(config.getoption("hwchaos_backend")),
+        out.resolve(),
+        bool(config.getoption("hwchaos_fail_on_loss")),
     )
 
 

@@ -240,17 +240,17 @@ def _json_doc(
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``hwchaos dump``; returns the exit status (0, or 2 on bad input)."""
-    parser = _Parser(prog=PROG, description="Print a Kafka partition dir or segment.")
-    parser.add_argument("path", help="a partition dir (topic-0) or one .log segment")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on the ``hwchaos`` parser or a parser of its own."""
+    p.add_argument("path", help="a partition dir (topic-0) or one .log segment")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the partition dir or segment ``args.path``; 0, or 2 on bad input (one line)."""
+    target = Path(args.path)
     try:
-        args = parser.parse_args(argv)
-        target = Path(args.path)
         results = [read_segment(s) for s in _segments(target)]
-    except SystemExit as exc:  # --help
-        return int(exc.code or 0)
     except (BadInput, UnsupportedCodec, OSError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -265,6 +265,20 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `hwchaos dump DIR | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``hwchaos dump`` on its own; returns the exit status (0, or 2)."""
+    parser = _Parser(prog=PROG, description="Print a Kafka partition dir or segment.")
+    add_arguments(parser)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except BadInput as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.db.catalogue.versions import CATALOGUE
+from harness.replay.parse import PARTITION_KINDS as _PARTITION_KINDS
 from harness.replay.parse import BrokerLogs, Fact, ReplayError
+from harness.replay.versions import VersionInfo
 from reference_model.events import Event
-from reference_model.profiles import generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER
@@ -47,15 +47,6 @@ class Acked:
     record: str
     offset: int
     status: str = "acked"
-
-
-@dataclass
-class VersionInfo:
-    name: str  # as read from the logs (catalogue name when known)
-    release: str
-    generation: str
-    kraft: bool = False
-    ibp: str = ""
 
 
 @dataclass
@@ -80,94 +71,9 @@ class Reconstruction:
         return [r for r in lost if self.producer.get(r, "acked") == "acked"]
 
 
-def _era(release: str) -> str:
-    nums = [int(x) for x in re.findall(r"\d+", release)[:2]] + [0, 0]
-    major, minor = nums[0], nums[1]
-    if (major, minor) < (0, 11):
-        return "hw"
-    if (major, minor) < (2, 0):
-        return "kip101"
-    if (major, minor) == (2, 0):
-        return "kip279"
-    return "kip320"
-
-
-def _number(text: str) -> tuple[int, ...]:
-    m = re.match(r"\d+(?:\.\d+)*", text)
-    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
-
-
-def _profile(release: str, kraft: bool, ibp: str) -> tuple[str, str]:
-    """(version name, model generation) for a release the catalogue may not list.
-
-    Tries the version profiles (``3.4.0``, ``3.5.1-kraft``, ``2.8.2-ibp0.10``) and falls back
-    to the era aliases (``hw``, ``kip101``, ``kip279``, ``kip320``).
-    """
-
-    rel = _number(release)
-    names = []
-    if kraft and rel < (4, 0):
-        names.append(f"{release}-kraft")
-    ib = _number(ibp)
-    if ib and not kraft and ib[:2] < rel[:2]:
-        names.append(f"{release}-ibp{'.'.join(str(x) for x in ib[:2])}")
-    names.append(release)
-    for n in names:
-        if n in CATALOGUE:
-            return n, CATALOGUE[n].generation
-    try:
-        for n in names:
-            try:
-                generation(n)
-                return n, n
-            except ValueError:
-                continue
-    except ImportError:  # pragma: no cover - older model without profiles
-        pass
-    gen = _era(ibp) if ib and ib[:2] < rel[:2] else _era(release)
-    return names[0], gen
-
-
-def detect_version(brokers: Sequence[BrokerLogs], override: str | None) -> VersionInfo:
-    """The Kafka version the logs were written by, and the model generation for it."""
-
-    if override:
-        if override in CATALOGUE:
-            v = CATALOGUE[override]
-            return VersionInfo(override, v.release, v.generation, "kraft" in override)
-        name, gen = _profile(override, "kraft" in override, "")
-        return VersionInfo(override, override, gen, "kraft" in override)
-    replicas = [b for b in brokers if any(f.kind in _PARTITION_KINDS for f in b.facts)]
-    seen = [b.version for b in (replicas or list(brokers)) if b.version]
-    release = max(set(seen), key=seen.count) if seen else ""
-    kraft = any(b.kraft for b in brokers)
-    ibps = [b.ibp for b in replicas if b.ibp] or [b.ibp for b in brokers if b.ibp]
-    ibp = ibps[0] if ibps else ""
-    if not release and ibp:
-        # No "Kafka version" line: the inter-broker protocol in the config dump
-        # (e.g. 0.10.2-IV0) names the release line; take its catalogue entry.
-        stem = ".".join(str(x) for x in _number(ibp))
-        known = [v for v in CATALOGUE.values() if stem and v.release.startswith(stem)]
-        if known:
-            release = known[-1].release
-    if not release:
-        return VersionInfo("unknown", "", "kip320", kraft, ibp)
-    name, gen = _profile(release, kraft, ibp)
-    return VersionInfo(name, release, gen, kraft, ibp)
-
-
-_PARTITION_KINDS = {
-    "log_loaded",
-    "log_recovery",
-    "hw_loaded",
-    "become_leader",
-    "become_follower",
-    "leader_and_isr",
-    "become_leader_010",
-    "become_follower_010",
-    "truncate",
-    "isr_change",
-}
+MAX_SYNTH = 200
+"""Records the model plays at most per term; incidents' offsets run to millions, and then
+the logged numbers (LEOs, HWs, the halt line's offsets) carry the verdict alone."""
 
 
 class _Builder:
@@ -200,6 +106,7 @@ class _Builder:
         )
         self.steps: list[Event] = []
         self.why: list[str] = []
+        self.cite = ""  # file:line of the fact being played: each step cites it
         self._result: RunResult | None = None
 
     def scenario(self, steps: Sequence[Event] | None = None) -> Scenario:
@@ -214,7 +121,7 @@ class _Builder:
 
     def emit(self, ev: Event, why: str) -> None:
         self.steps.append(ev)
-        self.why.append(why)
+        self.why.append(f"{why} [{self.cite}]" if self.cite else why)
         self._result = None
 
     def insert(self, at: int, ev: Event, why: str) -> None:
@@ -238,6 +145,10 @@ def reconstruct(
     name: str = "replay",
     power_loss_first: bool = False,
     append_unsure: bool = False,
+    order: Sequence[str] | None = None,
+    copy_unsure: frozenset[str] = frozenset(),
+    split_at: int | None = None,
+    copied_before: int = 0,
 ) -> Reconstruction:
     """One reconstruction. ``power_loss_first`` picks the other reading of a follower that
     comes back with fewer records than its leader wrote: it copied them and lost the
@@ -245,12 +156,22 @@ def reconstruct(
     reads a record the producer saw fail, that no later fact places, as appended by the
     leader of the first moment that could hold it (instead of: never appended)."""
     names = {b.broker_id: b.name for b in brokers if b.broker_id >= 0}
-    facts = sorted((f for b in brokers for f in b.facts), key=lambda f: (f.ts, f.broker, f.seq))
+    facts = order_facts(brokers, order)
     replicas = sorted(
-        {f.broker for f in facts if f.kind in _PARTITION_KINDS and f.kind != "isr_change"}
+        {
+            f.broker
+            for f in facts
+            if (f.kind in _PARTITION_KINDS and f.kind != "isr_change")
+            or f.kind in ("fatal_truncation", "out_of_order", "hw_regression", "epoch_error")
+            or (f.kind == "isr_change" and f.detail in ("shrinking", "expanding"))
+        }
+        | {b.name for b in brokers if b.peer_only}
     )
     if not replicas:
-        raise ReplayError("no broker log mentions the partition: wrong --topic/--partition?")
+        raise ReplayError(
+            "the lines about the partition name no replica (only controller decisions): "
+            "add a replica broker's server.log or state-change.log"
+        )
     amb: list[str] = []
     by_name = {n: i for i, n in names.items()}
 
@@ -316,6 +237,12 @@ def reconstruct(
                     seen.append(f.offset)
             target = max(seen) if seen else None
         leo = len(st.replicas[lead].log)
+        if target is not None and target - leo > MAX_SYNTH:
+            amb.append(
+                f"{lname} holds {target} records by the logs: too many to play one by one "
+                f"(more than {MAX_SYNTH}); the verdict rests on the logged offsets alone"
+            )
+            target = None
         while target is not None and leo < target:
             rec = f"o{leo}e{st.replicas[lead].epoch}"
             synth_n[0] += 1
@@ -325,10 +252,14 @@ def reconstruct(
             _produce(pos)
 
     def produce_pending(pos: int) -> None:
+        # Produce and copy steps rest on the producer's outcomes (or the stated LEOs), not
+        # on the line being played: they cite none, and the timeline shows them inferred.
+        cite, b.cite = b.cite, ""
         if synth:
             synthesize(pos)
         else:
             _produce(pos)
+        b.cite = cite
 
     def _produce(pos: int) -> None:
         while pending:
@@ -350,6 +281,21 @@ def reconstruct(
                             f"producer: {a.record} {a.status}, but appended by {lname} "
                             f"(it later holds {cap} records)",
                         )
+                        if copy_unsure:
+                            # The other reading: live followers that log nothing against it
+                            # copied the unacknowledged record before the leader failed.
+                            for fname in replicas:
+                                fi = b.idx[fname]
+                                rep = b.state().replicas[fi]
+                                if (
+                                    fi != lead
+                                    and fname in copy_unsure
+                                    and rep.alive
+                                    and not rep.paused
+                                ):
+                                    fcap = next_leo_fact(fname, pos, follower=True)
+                                    if fcap is None or fcap > leo:
+                                        b.emit(b.ev("fetch", fname), f"{fname} copies {a.record}")
                         continue
                 if append_unsure and lead != NO_LEADER and (cap is None or cap > leo):
                     pending.pop(0)
@@ -379,7 +325,18 @@ def reconstruct(
             all_lower = bool(others) and all(
                 (c := next_leo_fact(n, pos)) is not None and c <= a.offset for n in others
             )
-            capped = cap is not None and cap <= a.offset and not (acks_v == "all" and all_lower)
+            # A follower that later states more records than the offset holds it: the leader
+            # wrote it and lost it unflushed (kip966 on 4.0.0: A power-lost m1, B and C
+            # came back with it).
+            any_higher = any(
+                (c := next_leo_fact(n, pos)) is not None and c > a.offset for n in others
+            )
+            capped = (
+                cap is not None
+                and cap <= a.offset
+                and not (acks_v == "all" and all_lower)
+                and not any_higher
+            )
             # The new leader copied less than assumed: its term's first record sits below
             # its LEO. Take back the copies of the previous term beyond it.
             if a.offset < leo and not capped and acks_v != "all" and _uncopy(b, lname, a.offset):
@@ -399,6 +356,10 @@ def reconstruct(
                     continue
                 must = acks_v == "all" and i in st.controller.isr
                 fcap = next_leo_fact(fname, pos, follower=True)
+                if fname in lagging and not must:
+                    continue  # the leader logged it out of the ISR: it was not fetching
+                if fname in copy_cap and a.offset >= copy_cap[fname]:
+                    continue  # the shrink line states this follower's LEO below the offset
                 if must or fcap is None or fcap > a.offset:
                     for _ in range(2):
                         b.emit(b.ev("fetch", fname), f"{fname} copies offset {a.offset}")
@@ -446,11 +407,18 @@ def reconstruct(
             b.emit(b.ev("fetch", x), why)
         last_fetch[x] = len(b.steps)
 
+    logged = {f.broker for f in facts if f.kind in _PARTITION_KINDS}
+    # Controller decisions (elections, failures seen) in the logs at all?
+    has_controller = any(g.kind in ("election", "broker_failure") for g in facts)
     restarted: set[str] = set()
+    lagging: set[str] = set()  # followers a leader logged out of the ISR (until they rejoin)
+    copy_cap: dict[str, int] = {}  # follower -> LEO a shrink line states for it
+    split_done: list[bool] = []
     registering: set[str] = set()  # started again, not yet registered with the controller
     # Before KIP-101 a follower truncates to its HW (after a restart: the checkpoint's).
     hw_truncation = not b.scenario().config(version.generation).generation.epoch_truncation
     for pos, f in enumerate(facts):
+        b.cite = f.cite
         x = subject(f)
         if x is None or x not in b.idx:
             continue
@@ -491,21 +459,111 @@ def reconstruct(
             crash(x, pos)
             st = b.state()
             if b.idx[x] in st.controller.live:
-                b.emit(b.ev("detect", x), f"controller: broker {by_name.get(x, x)} failed")
-        elif f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
+                held = (
+                    _unheard(facts, pos, x, replicas, st, b.idx, logged, names)
+                    if st.controller.leader == b.idx[x]
+                    else frozenset()
+                )
+                why = f"controller: broker {by_name.get(x, x)} failed"
+                if held:
+                    why += (
+                        f"; {', '.join(replicas[i] for i in sorted(held))} logs no leader change "
+                        "afterwards: its LeaderAndIsr never arrived (inferred)"
+                    )
+                b.emit(Event("detect", replica=b.idx[x], hold=held), why)
+        if (
+            f.kind in ("truncate", "become_follower", "leader_and_isr")
+            and f.broker == x
+            and not b.state().replicas[b.idx[x]].alive
+        ):
+            # It logs again without a start line: it was cut off (its session expired), not
+            # dead; played as a crash whose restart keeps the log (page cache intact).
+            b.emit(
+                b.ev("restart", x),
+                f"inferred: {x} logs again without starting: it was cut off, not dead",
+            )
+            restarted.add(x)
+        if f.kind == "truncate" and x in restarted and "high watermark (pre-0.11" not in f.detail:
             if "no effect" in f.detail or "epoch" in f.detail.lower() or "Offsets" in f.detail:
                 fetch(x, f"{x} truncation decision: {f.detail or 'truncate'} to {f.offset}")
+        elif f.kind == "isr_change" and f.detail == "shrinking" and f.broker in b.idx:
+            if f.offset >= 0 and split_at is None:
+                # 2.x+ shrink lines state the leader's LEO and each dropped follower's: the
+                # records below the leader's LEO were written before the shrink, and each
+                # dropped follower held exactly its stated LEO.
+                caps = {
+                    names.get(int(i), ""): int(o)
+                    for i, o in re.findall(r"brokerId: (\d+), endOffset: (\d+)", f.line)
+                }
+                before = [a for a in pending if 0 <= a.offset < f.offset]
+                rest = [a for a in pending if a not in before]
+                if before and not synth:
+                    pending[:] = before
+                    copy_cap.update(caps)
+                    produce_pending(pos - 1)
+                    copy_cap.clear()
+                    pending.extend(rest)
+            if split_at is not None and not split_done:
+                # The producer's records carry no times: ``split_at`` of them were written
+                # before the leader dropped the follower, the rest after.
+                # Of those, the dropped followers (which stopped fetching before the leader
+                # noticed) copied the first ``copied_before``.
+                split_done.append(True)
+                rest = pending[split_at:]
+                del pending[split_at:]
+                if copied_before < len(pending) and pending[copied_before].offset >= 0:
+                    cap = pending[copied_before].offset
+                    for dropped in replicas:
+                        if dropped != f.broker and by_name.get(dropped, -9) not in f.isr:
+                            copy_cap[dropped] = cap
+                produce_pending(pos - 1)
+                copy_cap.clear()
+                pending.extend(rest)
+            st = b.state()
+            for i in st.controller.isr:
+                n = replicas[i]
+                if n != f.broker and by_name.get(n, -9) not in f.isr and by_name.get(n, -9) >= 0:
+                    lagging.add(n)
+                    if st.controller.leader == b.idx[f.broker]:
+                        b.emit(b.ev("isr_shrink", n), f"{f.broker} drops {n} from the ISR")
         elif f.kind == "isr_change" and f.detail in ("expanding", "updated"):
+            for i in f.isr:
+                n = names.get(i)
+                if n is not None:
+                    lagging.discard(n)
             for i in f.isr:
                 n = names.get(i)
                 if n is not None and n in b.idx and n != f.broker:
                     st = b.state()
                     if b.idx[n] not in st.controller.isr:
                         fetch(n, f"{n} rejoins the ISR")
-        elif f.kind == "become_leader" and f.offset >= 0:
+        elif f.kind in ("become_leader", "become_leader_010") and (
+            f.offset >= 0 or f.kind == "become_leader_010"
+        ):
             st = b.state()
             lead = st.controller.leader
-            if lead != b.idx.get(f.broker, -9):
+            me = b.idx.get(f.broker, -9)
+            if lead != me and not has_controller and st.replicas[me].alive:
+                # The controller's logs are missing: the election is known only from the new
+                # leader's own line. The old leader either failed (its logs say nothing more
+                # until it starts again) or was moved away while alive.
+                old = replicas[lead] if lead != NO_LEADER else None
+                produce_pending(pos - 1)
+                if old is not None and st.replicas[lead].alive and _silent_after(facts, pos, old):
+                    crash(old, pos)
+                    b.emit(
+                        b.ev("detect", old),
+                        f"inferred: {f.broker} leads from here but {old} logs nothing more until "
+                        "it starts again: it failed (no controller log says so)",
+                    )
+                if b.state().controller.leader != me:
+                    b.emit(
+                        b.ev("elect", f.broker),
+                        f"inferred: {f.broker} logs becoming leader; no controller log says why",
+                    )
+                st = b.state()
+                lead = st.controller.leader
+            if lead != me and f.kind == "become_leader":
                 amb.append(
                     f"{f.ts:%H:%M:%S} {f.broker} logged leadership (epoch {f.epoch}) while the "
                     f"model has {replicas[lead] if lead != NO_LEADER else 'no leader'}"
@@ -572,6 +630,62 @@ def _uncopy(b: _Builder, x: str, offset: int) -> bool:
     return True
 
 
+_HEARD = (
+    "become_follower",
+    "become_leader",
+    "leader_and_isr",
+    "become_follower_010",
+    "become_leader_010",
+    "truncate",
+)
+
+
+def _unheard(
+    facts: list[Fact],
+    pos: int,
+    failed: str,
+    replicas: list[str],
+    st: Any,
+    idx: dict[str, int],
+    logged: set[str],
+    names: dict[int, str],
+) -> frozenset[int]:
+    """Live followers whose own logs never show the leader change that follows ``failed``'s
+    failure (no follower/leader line, no truncation, up to its own next start) and that the
+    controller never sees fail: the LeaderAndIsr was held back from them (the KIP-320
+    zombie follower)."""
+    ids = {n: i for i, n in names.items()}
+    out = set()
+    for r in replicas:
+        i = idx[r]
+        if r == failed or r not in logged or not st.replicas[i].alive:
+            continue
+        heard = False
+        for f in facts[pos + 1 :]:
+            if f.kind == "broker_failure" and f.broker_id == ids.get(r, -9):
+                heard = True  # it died before it could log the change: not a zombie
+                break
+            if f.broker != r:
+                continue
+            if f.kind == "start":
+                break
+            if f.kind in _HEARD:
+                heard = True
+                break
+        if not heard:
+            out.add(i)
+    return frozenset(out)
+
+
+def _silent_after(facts: list[Fact], pos: int, x: str) -> bool:
+    """``x`` logs nothing about the partition or itself after ``pos`` until it starts again."""
+    for f in facts[pos + 1 :]:
+        if f.broker != x:
+            continue
+        return f.kind == "start"
+    return True
+
+
 def _place_flush(b: _Builder, x: str, leo: int, amb: list[str]) -> None:
     """Insert ``flush x`` after the last step at which ``x`` held exactly ``leo`` records."""
     res = b.result()
@@ -599,8 +713,26 @@ def _restart_truncation(facts: list[Fact], pos: int, x: str) -> int | None:
     return None
 
 
+def order_facts(brokers: Sequence[BrokerLogs], order: Sequence[str] | None) -> list[Fact]:
+    """All brokers' facts in time order; with ``order`` (broker names), the facts of brokers
+    whose lines carry no timestamp are played as blocks in that order (a gap the logs leave:
+    each ordering that fits is played by :func:`explain`)."""
+    key = lambda f: (f.ts, f.broker, f.seq)  # noqa: E731
+    facts = sorted((f for b in brokers for f in b.facts), key=key)
+    if order is None:
+        return facts
+    rank = {n: k for k, n in enumerate(order)}
+    timed = [f for f in facts if f.timed]
+    untimed = sorted(
+        (f for f in facts if not f.timed), key=lambda f: (rank.get(f.broker, 99), f.seq)
+    )
+    return timed + untimed
+
+
 def _initial_leader(facts: list[Fact], names: dict[int, str], replicas: list[str]) -> str:
     for f in facts:
+        if f.kind == "fatal_truncation" and f.leader >= 0 and names.get(f.leader) in replicas:
+            return names[f.leader]
         if f.kind in ("leader_and_isr", "election", "become_follower") and f.leader >= 0:
             n = names.get(f.leader)
             if n in replicas:
@@ -631,57 +763,3 @@ def _min_insync_from_logs(facts: Sequence[Fact]) -> int | None:
             if m:
                 return int(m.group(1))
     return None
-
-
-def _outcome(rec: Reconstruction) -> tuple[Any, ...]:
-    res = rec.result
-    return (
-        tuple(sorted(rec.lost_acked)),
-        tuple(res.divergent_offsets),
-        tuple(tuple(e.record for e in r.log) for r in res.final.replicas),
-    )
-
-
-def explain(
-    brokers: Sequence[BrokerLogs],
-    version: VersionInfo,
-    acked: list[Acked] | None,
-    acks: str | None,
-    min_insync: int | None,
-    name: str = "replay",
-) -> Reconstruction:
-    """The reconstruction, with the other reading of the logs listed when it fits too.
-
-    A follower whose recovered LEO is below what its leader wrote either never copied the
-    tail or copied it and lost it unflushed; the logs cannot tell (acks=1 acknowledges
-    before followers copy). Both are played; when their verdicts differ, the ambiguity
-    names both, with the steps of the second.
-    """
-    main = reconstruct(brokers, version, acked, acks, min_insync, name)
-    alt = reconstruct(brokers, version, acked, acks, min_insync, name, power_loss_first=True)
-    if _outcome(alt) != _outcome(main) and len(alt.ambiguities) <= len(main.ambiguities):
-        a = alt.result
-        steps = "; ".join(e.describe(a.config.brokers) for e in alt.scenario.steps)
-        main.ambiguities.append(
-            "two orderings fit the logs: the one above (followers never copied what they "
-            "lack after restart), or they copied it and lost it unflushed to a power failure "
-            f"- then lost acknowledged writes {alt.lost_acked or 'none'}, divergent offsets "
-            f"{a.divergent_offsets or 'none'}; its steps: {steps}"
-        )
-        main.alternatives.append(alt)
-    if any("not placed by any fact" in a for a in main.ambiguities):
-        alt = reconstruct(brokers, version, acked, acks, min_insync, name, append_unsure=True)
-        if _outcome(alt) != _outcome(main):
-            a = alt.result
-            steps = "; ".join(e.describe(a.config.brokers) for e in alt.scenario.steps)
-            logs = {
-                n: [e.record for e in r.log]
-                for n, r in zip(a.config.brokers, a.final.replicas, strict=True)
-            }
-            main.ambiguities.append(
-                "or they were appended: then final logs "
-                f"{logs}, lost acknowledged writes {alt.lost_acked or 'none'}, divergent "
-                f"offsets {a.divergent_offsets or 'none'}; its steps: {steps}"
-            )
-            main.alternatives.append(alt)
-    return main

@@ -18,6 +18,7 @@ import pandas as pd
 
 from harness.replay.parse import Fact
 from harness.replay.reconstruct import Reconstruction
+from harness.replay.verdict import evidence
 
 COLUMNS = [
     "ts",
@@ -98,11 +99,26 @@ def render_html(rec: Reconstruction, words: str, path: Path, title: str) -> None
     svg: list[str] = []
     h = top + lane_h * len(replicas) + 30
     svg.append(f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 40}" height="{h}">')
+    svg.append(
+        '<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><line x1="0" y1="0" x2="0" y2="8" stroke="#c9a227" '
+        'stroke-width="3"/></pattern></defs>'
+    )
+    logged_lanes = {f.broker for f in rec.facts}
     for n in replicas:
         y = lane_y(n)
-        svg.append(
-            f'<rect x="{left}" y="{y}" width="{width}" height="{lane_h - 14}" fill="#f4f6f8"/>'
-        )
+        if n in logged_lanes:
+            svg.append(
+                f'<rect class="lane logged" x="{left}" y="{y}" width="{width}" '
+                f'height="{lane_h - 14}" fill="#f4f6f8"/>'
+            )
+        else:  # a broker only other brokers' lines name: everything about it is inferred
+            svg.append(
+                f'<rect class="lane inferred" x="{left}" y="{y}" width="{width}" '
+                f'height="{lane_h - 14}" fill="url(#hatch)" fill-opacity="0.35" '
+                f'stroke="#c9a227" stroke-dasharray="6 4"><title>{n}: no logs; named by other '
+                "brokers' lines (inferred)</title></rect>"
+            )
         svg.append(f'<text x="10" y="{y + 30}" font-size="16" font-family="sans-serif">{n}</text>')
     # Leader spans.
     changes = _leader_changes(rec)
@@ -152,10 +168,12 @@ def render_html(rec: Reconstruction, words: str, path: Path, title: str) -> None
             continue
         y = lane_y(f.broker)
         px = x(f.ts)
-        tip = html.escape(f"{f.ts:%H:%M:%S.%f} {f.kind} {f.line}"[:300])
-        if f.kind == "truncate":
+        when = f"{f.ts:%H:%M:%S.%f}" if f.timed else "time not logged"
+        tip = html.escape(f"{f.cite} {when} {f.kind} {f.line}"[:300])
+        cls = "logged" if f.timed else "logged untimed"
+        if f.kind == "truncate" and "no effect" not in f.detail:
             svg.append(
-                f'<line x1="{px:.1f}" y1="{y}" x2="{px:.1f}" y2="{y + lane_h - 14}" '
+                f'<line class="{cls}" x1="{px:.1f}" y1="{y}" x2="{px:.1f}" y2="{y + lane_h - 14}" '
                 f'stroke="#d62728" stroke-width="3"><title>{tip}</title></line>'
             )
             svg.append(
@@ -194,23 +212,45 @@ def render_html(rec: Reconstruction, words: str, path: Path, title: str) -> None
     )
     svg.append("</svg>")
     steps = "".join(
-        f"<tr><td>{k}</td><td>{html.escape(e.describe(rec.scenario.brokers))}</td>"
+        f'<tr class="{_step_class(w)}"><td>{k}</td>'
+        f"<td>{html.escape(e.describe(rec.scenario.brokers))}</td>"
         f"<td>{html.escape(w)}</td></tr>"
         for k, (e, w) in enumerate(zip(rec.scenario.steps, rec.step_facts, strict=False), 1)
+    )
+    found = "".join(
+        f'<li class="{f.how}"><b>{f.how}</b>: {html.escape(f.claim)} '
+        f"<code>{html.escape(', '.join(f.cites))}</code></li>"
+        for f in evidence(rec)["findings"]
+    )
+    untimed = (
+        " Lines without timestamps are placed in written order; their times are unknown."
+        if any(not f.timed for f in facts)
+        else ""
     )
     doc = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:20px}} pre{{background:#f4f6f8;padding:10px}}
-td{{padding:2px 8px;border-bottom:1px solid #ddd}}</style></head>
+td{{padding:2px 8px;border-bottom:1px solid #ddd}}
+tr.inferred,li.inferred,.inferred-key{{background:#fbf1cf}}</style></head>
 <body><h2>{html.escape(title)}</h2>
 <p>Green: leader (epoch); grey: down; red: truncation (offset); triangle: start;
-blue tick: ISR change; ✕: failure noticed by the controller.</p>
+blue tick: ISR change; ✕: failure noticed by the controller. Marks on a plain lane are
+<b>logged</b> (hover: the file:line); a <span style="background:#f3e2a9">hatched, dashed
+lane</span> is a broker no log speaks for (<b>inferred</b> from other brokers' lines). In
+the tables, <span class="inferred-key">yellow rows</span> are inferred, white rows rest on
+a cited line.{untimed}</p>
 {"".join(svg)}
 <h3>Verdict</h3><pre>{html.escape(words)}</pre>
+<h3>Findings</h3><ul>{found}</ul>
 <h3>Reconstructed steps</h3><table>{steps}</table>
 </body></html>
 """
     path.write_text(doc, encoding="utf-8")
+
+
+def _step_class(why: str) -> str:
+    """``logged`` when the step cites a line (``[file:line]``) and infers nothing."""
+    return "logged" if "[" in why and "inferred" not in why else "inferred"
 
 
 def facts_of(rec: Reconstruction) -> list[Fact]:

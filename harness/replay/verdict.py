@@ -9,8 +9,10 @@ different replicas and the step after which they started to differ. The JSON key
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from harness.replay.patterns import PATTERNS, Finding, findings
 from harness.replay.reconstruct import Reconstruction
 from reference_model.run import RunResult
 
@@ -72,6 +74,8 @@ def to_json(rec: Reconstruction, timeline: str, scenario_path: str) -> dict[str,
         "version": rec.version.name,
         "timeline": timeline,
         "ambiguities": rec.ambiguities,
+        "version_how": rec.version.how,
+        **_evidence_json(rec),
         "brokers": {str(i): n for i, n in sorted(rec.names.items()) if n in names},
         "alternatives": [
             {
@@ -88,47 +92,167 @@ def to_json(rec: Reconstruction, timeline: str, scenario_path: str) -> dict[str,
     }
 
 
-def words(rec: Reconstruction) -> str:
-    """The verdict as sentences, one fact per line."""
+def _model_patterns(rec: Reconstruction) -> list[str]:
+    """The catalogue patterns the reconstructed loss or divergence fits."""
     res = rec.result
+    if not (rec.lost_acked or res.divergent_offsets):
+        return []
+    kinds = [e.kind for e in rec.scenario.steps]
+    gen = res.config.generation
+    out = []
+    if "power_loss" in kinds and res.config.acks == "all":
+        out.append("kip966")
+    if not gen.epoch_truncation:
+        out.append("kip101-s1" if rec.lost_acked and not res.divergent_offsets else "kip101-s2")
+    elif rec.version.release.startswith(("0.11", "1.")) and res.divergent_offsets:
+        out.append("kip279")
+    if any(f.kind == "unclean_election" for f in rec.facts):
+        out.append("unclean-election")
+    return out
+
+
+def evidence(rec: Reconstruction) -> dict[str, Any]:
+    """Loss and divergence as the logs support them, with the findings behind each.
+
+    ``lost``: ``yes`` (the replay loses acknowledged writes the producer reported),
+    ``possible`` (records the logs account for are gone, or a logged number shows it, but
+    whether they were acknowledged is not known), ``no`` (the producer's outcomes are known
+    and every replica's log is accounted for by its own lines) or ``unknown``."""
+    res = rec.result
+    found = findings(rec.facts, rec.names, rec.version.release)
+    peers = [b for b in rec.scenario.brokers if b not in {f.broker for f in rec.facts}]
+    too_big = any("too many to play" in a for a in rec.ambiguities)
+    unplaced = any("fits no leader" in a for a in rec.ambiguities)
+    lost_steps = res.lost_steps()
+    model_cites = sorted(
+        {c for k in lost_steps.values() for c in re.findall(r"\[([^\]]+:\d+)\]", _why(rec, k))}
+    )
+    pats = _model_patterns(rec)
+    pat = pats[0] if pats else ""
+    if rec.lost_acked and not too_big:
+        how = "acknowledged" if rec.producer is not None else "written (acknowledged: unknown)"
+        found.append(
+            Finding(
+                f"replayed: {', '.join(sorted(rec.lost_acked))} {how} and no longer on the "
+                "final leader",
+                model_cites,
+                how="inferred",
+                pattern=pat,
+                loss="yes" if rec.producer is not None else "possible",
+            )
+        )
+    if res.divergent_offsets and not too_big:
+        found.append(
+            Finding(
+                f"replayed: offsets {res.divergent_offsets} hold different records on "
+                "different replicas",
+                model_cites,
+                how="inferred",
+                pattern=pat,
+                divergence="yes",
+            )
+        )
+    losses = [f.loss for f in found if f.loss]
+    if any(a.lost_acked for a in rec.alternatives) and not rec.lost_acked:
+        # Another ordering the logs allow loses acknowledged writes: not "no".
+        losses.append("possible")
+    if "yes" in losses:
+        lost = "yes"
+    elif "possible" in losses:
+        lost = "possible"
+    elif rec.producer is not None and not peers and not too_big and not unplaced:
+        lost = "no"
+    else:
+        lost = "unknown"
+    why_unknown = []
+    if rec.producer is None:
+        why_unknown.append("no --acked file: which records were acknowledged is not known")
+    if peers:
+        why_unknown.append(f"no logs of {', '.join(peers)} (only named by other brokers' lines)")
+    if too_big:
+        why_unknown.append("offsets too large to replay record by record")
+    # A follower whose LeaderAndIsr was inferred held back logs nothing about what it holds.
+    zombies = any(e.hold for e in rec.scenario.steps)
+    if zombies:
+        why_unknown.append("a follower logs nothing after a leader change: its log is not known")
+    if any(a.result.divergent_offsets for a in rec.alternatives) and not res.divergent_offsets:
+        diverged = "possible"
+    elif any(f.divergence for f in found):
+        diverged = "yes"
+    elif not peers and not too_big and not zombies:
+        diverged = "no"
+    else:
+        diverged = "unknown"
+    if lost == "no" and zombies:
+        lost = "unknown"
+    return {
+        "lost": lost,
+        "diverged": diverged,
+        "why_unknown": why_unknown,
+        "findings": found,
+        "patterns": sorted({f.pattern for f in found if f.pattern} | set(pats)),
+    }
+
+
+def _why(rec: Reconstruction, step: int) -> str:
+    k = step - 1  # steps are 1-based in the result, step_facts 0-based
+    return rec.step_facts[k] if 0 <= k < len(rec.step_facts) else ""
+
+
+def words(rec: Reconstruction) -> str:
+    """The verdict as sentences, one fact per line, each with the lines it rests on."""
+    res = rec.result
+    ev = evidence(rec)
+    v = rec.version
     lines = [
-        f"Kafka {rec.version.name} (model generation {res.config.generation.name}); "
-        f"replicas {', '.join(res.config.brokers)}; acks={res.config.acks}, "
-        f"min.insync.replicas={res.config.min_insync}, "
-        f"unclean.leader.election.enable={str(res.config.unclean).lower()}."
+        f"Kafka {v.name} ({v.how or 'from the logs'}; model generation "
+        f"{res.config.generation.name}); replicas {', '.join(res.config.brokers)}; "
+        f"acks={res.config.acks}, min.insync.replicas={res.config.min_insync}, "
+        f"unclean.leader.election.enable={str(res.config.unclean).lower()}.",
+        f"Acknowledged writes lost: {ev['lost']}"
+        + (
+            f" ({'; '.join(ev['why_unknown'])})"
+            if ev["lost"] in ("unknown", "possible") and ev["why_unknown"]
+            else ""
+        )
+        + ".",
+        f"Replicas diverge: {ev['diverged']}.",
     ]
+    for f in ev["findings"]:
+        cites = ", ".join(f.cites) if f.cites else "no line"
+        lines.append(f"[{f.how}] {f.claim} [{cites}]")
+    for pid in ev["patterns"]:
+        pat = PATTERNS[pid]
+        lines.append(
+            f"Pattern: {pat.name} ({', '.join(pat.references)}); would have been prevented "
+            f"by: {pat.prevented_by}."
+        )
     j = res.to_json()
-    lines.append(f"Final leader: {j['leader'] or 'none (partition offline)'}; ISR {j['isr']}.")
+    lines.append(
+        f"Final leader (replayed): {j['leader'] or 'none (partition offline)'}; ISR {j['isr']}."
+    )
     for n, ts in truncations(res).items():
         for t in ts:
             lines.append(
-                f"{n} truncated from LEO {t['from_leo']} to offset {t['to_offset']} at step "
-                f"{t['step']} ({t['event']}), removing {', '.join(t['removed'])}."
+                f"[inferred] {n} truncated from LEO {t['from_leo']} to offset {t['to_offset']} at "
+                f"step {t['step']} ({t['event']}), removing {', '.join(t['removed'])}."
             )
     lost = res.lost_steps()
     writes = {w.record: w for w in res.final.writes}
-    if rec.lost_acked:
-        for r in rec.lost_acked:
-            k = lost.get(r)
-            where = f" since step {k} ({res.steps[k].text})" if k else ""
-            lines.append(
-                f"Acknowledged {r} (offset {writes[r].offset}) can no longer be read{where}."
-            )
-    else:
-        lines.append("No acknowledged write is lost.")
+    for r in rec.lost_acked:
+        k = lost.get(r)
+        where = f" since step {k} ({res.steps[k].text}; {_why(rec, k)})" if k else ""
+        lines.append(f"[inferred] {r} (offset {writes[r].offset}) can no longer be read{where}.")
     div = divergence_steps(res)
-    if res.divergent_offsets:
-        for off in res.divergent_offsets:
-            held = ", ".join(
-                f"{n}={r.log[off].record}"
-                for n, r in zip(res.config.brokers, res.final.replicas, strict=True)
-                if off < len(r.log)
-            )
-            k = div[off]
-            cause = f" since step {k} ({res.steps[k].text})" if k else ""
-            lines.append(f"Offset {off} diverges: {held}{cause}.")
-    else:
-        lines.append("The replicas agree on every offset they share.")
+    for off in res.divergent_offsets:
+        held = ", ".join(
+            f"{n}={r.log[off].record}"
+            for n, r in zip(res.config.brokers, res.final.replicas, strict=True)
+            if off < len(r.log)
+        )
+        k = div[off]
+        cause = f" since step {k} ({res.steps[k].text}; {_why(rec, k)})" if k else ""
+        lines.append(f"[inferred] Offset {off} diverges: {held}{cause}.")
     ids = {n: i for i, n in rec.names.items()}
     by_epoch = res.config.generation.epoch_truncation
     unsaid = (
@@ -138,7 +262,7 @@ def words(rec: Reconstruction) -> str:
     )
     last: dict[str, Any] = {}
     for f in rec.facts:
-        if f.kind == "truncate" and f.broker in ids and "no effect" not in f.detail:
+        if f.kind == "truncate" and "no effect" not in f.detail:
             prev = last.get(f.broker)
             last[f.broker] = f
             if (
@@ -147,15 +271,26 @@ def words(rec: Reconstruction) -> str:
                 and (f.ts - prev.ts).total_seconds() < 1
             ):
                 continue  # the fetcher's decision and the log's own line for one truncation
+            bid = f" (broker {ids[f.broker]})" if f.broker in ids else ""
+            when = f" at {f.ts:%Y-%m-%d %H:%M:%S}" if f.timed else ""
             lines.append(
-                f"Logged: {f.broker} (broker {ids[f.broker]}) truncated to offset {f.offset} at "
-                f"{f.ts:%Y-%m-%d %H:%M:%S} ({f.detail or unsaid})."
-            )
-        elif f.kind == "fatal_truncation":
-            lines.append(
-                f"Logged: {f.broker} halted at {f.ts:%Y-%m-%d %H:%M:%S}: truncation below its "
-                "HW is not allowed (unclean election took a shorter log)."
+                f"[logged] {f.broker}{bid} truncated to offset {f.offset}{when} "
+                f"({f.detail or unsaid}) [{f.cite}]"
             )
     for a in rec.ambiguities:
         lines.append(f"Ambiguity: {a}")
     return "\n".join(lines)
+
+
+def _evidence_json(rec: Reconstruction) -> dict[str, Any]:
+    ev = evidence(rec)
+    return {
+        "lost": ev["lost"],
+        "diverged": ev["diverged"],
+        "why_unknown": ev["why_unknown"],
+        "patterns": ev["patterns"],
+        "findings": [
+            {"claim": f.claim, "cites": f.cites, "how": f.how, "pattern": f.pattern}
+            for f in ev["findings"]
+        ],
+    }

@@ -24,23 +24,22 @@ from harness.client.producer import Producer
 from harness.db import BrokerUnavailable, TopicSpec
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
-from harness.db.names import CONTROLLER
-from harness.db.runtime.local import LocalCluster
-from harness.db.runtime.netns import (
-    CLIENT,
-    STATE_DIR,
-    LinkCuts,
-    NetworkError,
-    RunNetwork,
-    network_available,
-    reap_leftovers,
-)
-from harness.generator.playbook.settle import (
+from harness.db.mode.zookeeper import (
     LAI_DONE,
     LAI_FINISHED,
     LAI_SENT_PARTITION,
     LAI_SENT_REQUEST,
 )
+from harness.db.names import CONTROLLER
+from harness.db.runtime.linkcuts import (
+    CLIENT,
+    STATE_DIR,
+    LinkCuts,
+    NetworkError,
+    network_available,
+)
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.netns import RunNetwork, reap_leftovers
 from harness.nemesis import faults
 from harness.readback.log4j import read_rotated
 from harness.readback.logformat import read_partition_dir

@@ -21,8 +21,8 @@ from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
 from harness.db.runtime.docker import docker_available
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
 
 pytestmark = pytest.mark.broker
 
@@ -85,7 +85,7 @@ def test_kip101_orderings_on_real_brokers(
 ) -> None:
     require(version, backend)
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
-    info, prediction, verdict = play(
+    info, prediction, verdict, _record = trial(
         sc, resolve_version(version), backend, tmp_path / "run", "t", progress=lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")
@@ -224,7 +224,7 @@ def test_three_controller_quorum(tmp_path: Path) -> None:
     """KRaft with three dedicated controllers: heartbeats find the active one, same verdict."""
     require("4.0.0")
     sc = load_scenario(SCENARIO_DIR / "kip101-scenario2.yaml")
-    info, _p, verdict = play(
+    info, _p, verdict, _record = trial(
         sc,
         resolve_version("4.0.0"),
         "local",

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
+from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
 
 # m1 replicated to B and C, B elected while A leads, m2 written by B; A fetches from B.
@@ -71,7 +71,7 @@ def scenario(tmp_path: Path, text: str, name: str) -> Path:
 
 def play_text(tmp_path: Path, text: str, name: str, version: str, run: Path) -> Any:
     """Play a scenario given as text on local JVMs of ``version`` into ``run``."""
-    return play(
+    return trial(
         load_scenario(scenario(tmp_path, text, name)),
         resolve_version(version),
         "local",
@@ -90,7 +90,7 @@ def notes(run: Path) -> dict[int, list[str]]:
 def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) -> None:
     require(version)
     run = tmp_path / "run"
-    info, prediction, verdict = play_text(tmp_path, ELECT_B, "elect-b", version, run)
+    info, prediction, verdict, _record = play_text(tmp_path, ELECT_B, "elect-b", version, run)
     assert verdict is not None, info.extra.get("failure")
     assert prediction.prevented is None
     assert info.model_match, verdict.differences  # every replica's log as the model says
@@ -109,13 +109,15 @@ def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) ->
 def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) -> None:
     """ElectLeaders UNCLEAN from 2.4 loses m2 as the model says; before 2.4 both prevent it."""
     require(version)
-    from harness.db.runtime.netns import network_available
+    from harness.db.runtime.linkcuts import network_available
 
     reason = network_available()
     if reason is not None:
         pytest.skip(reason)
     run = tmp_path / "run"
-    info, prediction, verdict = play_text(tmp_path, UNCLEAN_B, "elect-unclean", version, run)
+    info, prediction, verdict, _record = play_text(
+        tmp_path, UNCLEAN_B, "elect-unclean", version, run
+    )
     assert verdict is not None, info.extra.get("failure")
     assert info.model_match, verdict.differences
     assert verdict.verdict == verdict_is

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness.db.catalogue.versions import resolve_version
-from harness.generator.runner import play
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.nemesis.failover import unnoticed_restarts
+from harness.trial import trial
 from reference_model.run import run_scenario
 from tests.system.test_brokers import hwchaos_containers, jvms_under, require
 
@@ -94,7 +94,7 @@ def test_kip_text_plays_with_a_clean_election(
     require(version, backend)
     before = hwchaos_containers() if backend == "docker" else []
     run = tmp_path / "run"
-    info, prediction, verdict = play(
+    info, prediction, verdict, _record = trial(
         load_scenario(KIP_TEXT), resolve_version(version), backend, run, "t", lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")
@@ -116,7 +116,7 @@ def test_explorer_hw_counterexample_is_confirmed_on_0_10(tmp_path: Path) -> None
     """The explorer's hw counterexample: B restarts unnoticed, truncates to 0, is elected."""
     require("0.10.2.1")
     run = tmp_path / "run"
-    info, _p, verdict = play(
+    info, _p, verdict, _record = trial(
         load_scenario(FOUND_HW), resolve_version("0.10.2.1"), "local", run, "t", lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")
@@ -154,7 +154,7 @@ def test_second_failover_goes_back_to_the_restarted_controller(tmp_path: Path) -
     path = tmp_path / "two-unnoticed-bounces.yaml"
     path.write_text(textwrap.dedent(TWO_BOUNCES))
     run = tmp_path / "run"
-    info, prediction, verdict = play(
+    info, prediction, verdict, _record = trial(
         load_scenario(path), resolve_version("0.10.2.1"), "local", run, "t", lambda _m: None
     )
     assert verdict is not None, info.extra.get("failure")

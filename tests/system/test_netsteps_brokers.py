@@ -20,10 +20,10 @@ import pytest
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
-from harness.db.runtime.netns import network_available
+from harness.db.runtime.linkcuts import network_available
 from harness.generator.realise import SHORT_LAG_MS, needs
-from harness.generator.runner import play
 from harness.generator.scenarios import load_scenario
+from harness.trial import trial
 from reference_model.run import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def test_network_steps_play_and_match_the_model(
             pytest.skip(reason)
     sc = load_scenario(str(SCENARIOS / f"{scenario}.yaml"))
     try:
-        info, prediction, verdict = play(
+        info, prediction, verdict, _record = trial(
             sc, v, backend, tmp_path / "run", f"ns{backend[0]}", lambda _m: None
         )
     except BrokerUnavailable as exc:

@@ -130,3 +130,44 @@ def test_fixture_partitions_and_heals_links_between_brokers(
     assert ("A", "B") in cut and ("B", "A") in cut, cut
     assert sorted(hwchaos_nemesis.heal()) == sorted(cut)
     assert hwchaos_cluster.leader("t") == leader
+
+
+@pytest.mark.slow
+def test_a_lost_write_is_red_named_and_fails_under_fail_on_loss(
+    pytester: pytest.Pytester,
+) -> None:
+    """KIP-101 scenario 1 on real 0.10.2.1 loses the acknowledged m2, as the model predicts:
+    agreement green, safety red in the report, named in the CLI line and the JUnit XML, and
+    the item fails under --hwchaos-fail-on-loss (issue 21's "green read as safe")."""
+    import json
+
+    from harness.checker.verdicts import two_verdicts
+
+    require("0.10.2.1")
+    pytester.makefile(".yaml", s1=(SCENARIO_DIR / "kip101-scenario1.yaml").read_text())
+    junit = pytester.path / "junit.xml"
+    res = pytester.runpytest_subprocess(
+        "-p",
+        "hwchaos",
+        "--hwchaos-kafka",
+        "0.10.2.1",
+        "--hwchaos-fail-on-loss",
+        f"--junitxml={junit}",
+        "-q",
+    )
+    out = res.stdout.str()
+    res.assert_outcomes(failed=1)
+    assert "kip101-scenario1 on Kafka 0.10.2.1 (0.10.2.1): acknowledged writes LOST: m2" in out
+    (case,) = ET.parse(junit).getroot().iter("testcase")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["lost_acked"] == "m2" and props["hwchaos_safety"] == "lost"
+    assert props["hwchaos_agreement"] == "match", out  # lost exactly as predicted
+    folder = Path(str(props["hwchaos_run_folder"]))
+    doc = json.loads((folder / "verdict.json").read_text())
+    assert doc["safety"] == "lost" and doc["agreement"] == "match"
+    line = two_verdicts(doc).last_line()
+    assert line.startswith("agreement: match") and "acknowledged writes LOST: m2" in line
+    page = (folder / "report.html").read_text()
+    assert "class='verdict ok' id='agreement'" in page
+    assert "class='verdict loss' id='safety'>safety: lost" in page
+    assert jvms_under(pytester.path) == []

@@ -21,8 +21,8 @@ import pytest
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
+from harness.db.mode.kraft import replica_epoch
 from harness.generator.playbook.fetch import FetchSteps
-from harness.generator.playbook.settle import Settling
 from harness.readback.log4j import read_rotated, rotated_files, split_name
 
 HOUR = datetime(2026, 11, 26, 18, 59)
@@ -102,14 +102,14 @@ def test_replica_epoch_survives_the_hourly_rotation(
             state_change_log=lambda n: tmp_path / n / "logs" / "state-change.log"
         )
     )
-    assert Settling._replica_epoch(fence, "B") == 0  # type: ignore[arg-type]
+    assert replica_epoch(fence.cluster, "B") == 0  # type: ignore[arg-type]
     rotate(logs, "state-change.log", rotated_name(tree, "state-change.log"))
     with (logs / "state-change.log").open("a") as fh:
         fh.write(FETCHERS)
-    assert Settling._replica_epoch(fence, "B") == 0  # type: ignore[arg-type]
+    assert replica_epoch(fence.cluster, "B") == 0  # type: ignore[arg-type]
     with (logs / "state-change.log").open("a") as fh:  # a later epoch wins, whichever file
         fh.write(STARTS.format(e=3))
-    assert Settling._replica_epoch(fence, "B") == 3  # type: ignore[arg-type]
+    assert replica_epoch(fence.cluster, "B") == 3  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("label", "tree"), trees(), ids=[t[0] for t in trees()])

@@ -1,4 +1,4 @@
-"""The reference model pinned against the outcomes BACKGROUND.md and KIP-101 describe."""
+"""The reference model pinned against the outcomes docs/background.md and KIP-101 describe."""
 
 from __future__ import annotations
 

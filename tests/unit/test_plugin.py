@@ -60,6 +60,12 @@ def test_one_item_per_scenario_and_target(pytester: pytest.Pytester) -> None:
     assert "other.yaml" not in res.stdout.str()
 
 
+def test_hwchaos_profile_is_the_word_and_protocol_its_alias(pytester: pytest.Pytester) -> None:
+    scenario(pytester, "one", "")
+    res = pytester.runpytest("-p", "hwchaos", "--hwchaos-profile", "kip320", "--collect-only", "-q")
+    res.stdout.fnmatch_lines(["*one.yaml::one[[]model:kip320[]]"])
+
+
 def test_a_broken_scenario_file_fails_with_the_loader_line(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", broken="brokers: [A]\nsteps:\n  - crash: Z\n")
     res = pytester.runpytest("-p", "hwchaos", "--hwchaos-protocol", "hw", "-q")
@@ -105,3 +111,39 @@ def test_fixture_marker_validation(pytester: pytest.Pytester) -> None:
     )
     res = pytester.runpytest("-q")
     res.stdout.fnmatch_lines(["*@pytest.mark.hwchaos: unknown Kafka version '9.9'*"])
+
+
+def _properties(junit: Path) -> dict[str, dict[str, str]]:
+    import xml.etree.ElementTree as ET
+
+    out = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        out[case.get("name", "")] = props
+    return out
+
+
+def test_fail_on_loss_fails_a_predicted_loss_and_expect_still_wins(
+    pytester: pytest.Pytester,
+) -> None:
+    """KIP-101 scenario 2 under hw loses m2 exactly as the model predicts: green by default,
+    red under --hwchaos-fail-on-loss, green again where expect: accepts that loss."""
+    scenario(pytester, "noexpect", "")
+    scenario(pytester, "accepted", RIGHT)
+    safe = (SCENARIO_DIR / "acks-all-min-isr2-one-crash.yaml").read_text()
+    pytester.makefile(".yaml", safe=safe)
+    base = ("-p", "hwchaos", "--hwchaos-protocol", "hw", "-q")
+    pytester.runpytest(*base).assert_outcomes(passed=3)
+    junit = pytester.path / "junit.xml"
+    res = pytester.runpytest(*base, "--hwchaos-fail-on-loss", f"--junitxml={junit}")
+    res.assert_outcomes(passed=2, failed=1)
+    out = res.stdout.str()
+    assert "noexpect under the model (hw): acknowledged writes LOST: m2" in out
+    assert "noexpect under the model (hw): replicas DIVERGE at offsets 1" in out
+    assert "model: m2 lost at step 12: power_loss B" in out
+    props = _properties(junit)
+    lossy = props["noexpect[model:hw]"]
+    assert lossy["lost_acked"] == "m2" and lossy["divergent_offsets"] == "1"
+    assert lossy["hwchaos_safety"] == "lost" and lossy["hwchaos_agreement"] == "model only"
+    clean = next(v for k, v in props.items() if k.startswith("acks-all-min-isr2"))
+    assert clean["lost_acked"] == "" and clean["hwchaos_safety"] == "no loss"

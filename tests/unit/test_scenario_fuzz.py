@@ -10,13 +10,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.generator.scenarios import parse_text
 from reference_model.events import KINDS
-from reference_model.scenario import Scenario, ScenarioError
+from reference_model.scenario import (
+    BROKER_STEP_KEYS,
+    EXPECT_KEYS,
+    LINK_KEYS,
+    PRODUCE_KEYS,
+    PRODUCER_ALIASES,
+    PRODUCER_KEYS,
+    TOP_KEYS,
+    TOPIC_ALIASES,
+    TOPIC_KEYS,
+    Scenario,
+    ScenarioError,
+)
 
 SETTINGS = settings(
     max_examples=300,
@@ -249,3 +262,142 @@ def test_expect_block_is_parsed() -> None:
     assert sc.expect.replicas == (("A", ()), ("B", ("m1",)))
     err = outcome("brokers: [A]\nsteps: [{produce: m1}]\nexpect: {replicas: {Z: []}}\n")
     assert str(err) == "fuzz.yaml: expect.replicas: unknown broker 'Z' (brokers: A)"
+
+
+# ---------------------------------------------------------------- unknown keys at every level
+
+_LEVELS = ("top", "topic", "producer", "expect", "broker_step", "produce", "partition")
+unknown_keys = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zl", "Zp")),
+    min_size=1,
+    max_size=12,
+).filter(
+    lambda k: (
+        k.strip() == k
+        and k
+        not in {
+            *TOP_KEYS,
+            *TOPIC_KEYS,
+            *TOPIC_ALIASES,
+            *PRODUCER_KEYS,
+            *PRODUCER_ALIASES,
+            *EXPECT_KEYS,
+            *BROKER_STEP_KEYS,
+            *PRODUCE_KEYS,
+            *LINK_KEYS,
+        }
+    )
+)
+
+
+def _with_unknown_key(level: str, key: str) -> dict[str, Any]:
+    """A valid scenario with ``key`` added to the mapping at ``level``."""
+    doc: dict[str, Any] = {
+        "name": "k",
+        "brokers": ["A", "B"],
+        "topic": {"min_insync_replicas": 1},
+        "producer": {"acks": "1"},
+        "steps": [
+            {"produce": {"record": "m1"}},
+            {"crash": {"broker": "A"}},
+            {"partition": {"from": "A", "to": ["B"]}},
+        ],
+        "expect": {"lost_acked": []},
+    }
+    target = {
+        "top": doc,
+        "topic": doc["topic"],
+        "producer": doc["producer"],
+        "expect": doc["expect"],
+        "produce": doc["steps"][0]["produce"],
+        "broker_step": doc["steps"][1]["crash"],
+        "partition": doc["steps"][2]["partition"],
+    }[level]
+    target[key] = 1
+    return doc
+
+
+def test_the_unknown_key_base_document_is_valid() -> None:
+    """Without the added key the document loads: the refusal below is the key's doing."""
+    doc = _with_unknown_key("top", "name")  # overwrite a known key: still valid
+    doc["name"] = "k"
+    assert isinstance(outcome(dump(doc)), Scenario)
+
+
+@SETTINGS
+@given(st.sampled_from(_LEVELS), unknown_keys)
+def test_unknown_keys_at_every_level_are_refused_by_name(level: str, key: str) -> None:
+    err = outcome(dump(_with_unknown_key(level, key)))
+    assert isinstance(err, ScenarioError), (level, key)
+    msg = str(err)
+    assert_one_liner(err)
+    assert "unknown key" in msg and ("did you mean" in msg or "valid:" in msg or "belongs" in msg)
+    shown = key if len(key) <= 40 else key[:40]
+    assert repr(shown)[1:-1] in msg or shown in msg, msg
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "topic: {replication_factor: 3, min_insync: 2}\nsteps: [{crash: A}]\n",
+            "fuzz.yaml: topic: unknown key 'min_insync' (did you mean 'min_insync_replicas'?)",
+        ),
+        (
+            "topic: {replication_factor: 3, acks: 1}\nsteps: [{crash: A}]\n",
+            "fuzz.yaml: topic: unknown key 'acks' (it belongs under 'producer:')",
+        ),
+        (
+            "min.insync.replicas: 2\ntopic: {replication_factor: 3}\nsteps: [{crash: A}]\n",
+            "fuzz.yaml: unknown key 'min.insync.replicas' (it belongs under 'topic:')",
+        ),
+        (
+            "topic: {replication_factor: 3}\nstpes: [{crash: A}]\n",
+            "fuzz.yaml: unknown key 'stpes' (did you mean 'steps'?)",
+        ),
+        (
+            "topic: {replication_factor: 3}\nsteps: [{crahs: A}]\n",
+            "fuzz.yaml: step 1: unknown event 'crahs' (did you mean 'crash'?)",
+        ),
+        (
+            "topic: {replication_factor: 3}\nsteps: [{crash: {broker: A, hodl: [B]}}]\n",
+            "fuzz.yaml: step 1: crash: unknown key 'hodl' (did you mean 'hold'?)",
+        ),
+        (
+            "topic: {replication_factor: 2}\nsteps: [{partition: {from: A, too: [B]}}]\n",
+            "fuzz.yaml: step 1: partition: unknown key 'too' (did you mean 'to'?)",
+        ),
+        (
+            "topic: {replication_factor: 2}\nsteps: [{produce: m}]\nexpect: {lost: [m]}\n",
+            "fuzz.yaml: expect: unknown key 'lost' (did you mean 'lost_acked'?)",
+        ),
+        (
+            "topic: {replication_factor: 3, min.insync.replicas: 2, min_insync_replicas: 2}\n"
+            "steps: [{crash: A}]\n",
+            "fuzz.yaml: topic: 'min_insync_replicas' given twice (as 'min.insync.replicas' and "
+            "'min_insync_replicas'); keep one",
+        ),
+    ],
+)
+def test_unknown_key_messages_name_the_closest_valid_key(text: str, message: str) -> None:
+    assert str(outcome(text)) == message
+
+
+def test_kafka_config_names_are_aliases() -> None:
+    """Kafka's own spelling means the same as ours: a mutation test against the silent
+    ignore of issue 21 (the model ran with min.insync 1 where the file said 2)."""
+    ours = outcome(
+        "topic: {replication_factor: 3, min_insync_replicas: 2, unclean_leader_election: true}\n"
+        "producer: {acks: all}\nsteps: [{crash: A}]\n"
+    )
+    kafkas = outcome(
+        "topic: {replication.factor: 3, min.insync.replicas: 2,\n"
+        "        unclean.leader.election.enable: 'true'}\n"
+        "producer: {acks: -1}\nsteps: [{crash: A}]\n"
+    )
+    assert isinstance(ours, Scenario) and isinstance(kafkas, Scenario)
+    assert (kafkas.rf, kafkas.min_insync, kafkas.unclean, kafkas.acks) == (3, 2, True, "all")
+    assert (ours.rf, ours.min_insync, ours.unclean, ours.acks) == (3, 2, True, "all")
+    assert kafkas.settings_text().startswith(
+        "acks=all min.insync.replicas=2 unclean.leader.election.enable=true replication.factor=3"
+    )

@@ -35,7 +35,7 @@ BASE = {
         ({"producer": {"acks": 2}}, "producer.acks must be 0, 1 or all"),
         ({"topic": {"min_insync_replicas": 3}}, "min_insync_replicas must be 1..2"),
         ({"topic": {"replication_factor": 3}}, "replication_factor 3 != 2 brokers"),
-        ({"colour": "red"}, "unknown top-level keys ['colour']"),
+        ({"colour": "red"}, "unknown key 'colour' (valid: name, description"),
         ({"steps": [{"stale_checkpoint": "A"}]}, "stale_checkpoint needs {broker: X, hw: N}"),
         ({"steps": [{"crash": "A", "restart": "A"}]}, "step 1: a step is a mapping with one key"),
     ],

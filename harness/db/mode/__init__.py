@@ -18,10 +18,19 @@ from harness.db.mode.zookeeper import ZooKeeperMode
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
 
-__all__ = ["KRaftMode", "Mode", "ZooKeeperMode", "await_state", "make_mode"]
+__all__ = ["KRaftMode", "Mode", "ZooKeeperMode", "await_state", "check_controllers", "make_mode"]
 
 
 def make_mode(version: KafkaVersion, controllers: int = 1) -> Mode:
     if version.mode == "kraft":
         return KRaftMode(version, controllers=controllers, features=dict(version.features))
     return ZooKeeperMode(version)
+
+
+def check_controllers(version: KafkaVersion, controllers: int) -> None:
+    """ValueError (one line) when ``version``'s mode cannot run ``controllers`` controllers.
+
+    Only a KRaft quorum takes a size; called before anything starts.
+    """
+    if controllers != 1 and version.mode != "kraft":
+        raise ValueError(f"--controllers {controllers}: {version.name} is not a KRaft version")

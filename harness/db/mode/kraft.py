@@ -4,28 +4,36 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import re
 import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.db import BrokerSpec, Cluster, ClusterError, TopicSpec
+from harness.db import BrokerSpec, Cluster, ClusterError, FenceTimeout, TopicSpec
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.kafka_config import (
     kraft_broker_properties,
     kraft_controller_properties,
     topic_config,
 )
-from harness.db.mode.base import CONTROLLER_IDS, NOT_CONTROLLER, Mode, await_state
+from harness.db.mode.base import CONTROLLER_IDS, NOT_CONTROLLER, Decisions, Mode, Wait, await_state
 from harness.db.mode.kraft_view import KRaftView
-from harness.db.names import CONTROLLER
-from harness.protocol.wire import broker_heartbeat
+from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.protocol.wire import (
+    WireError,
+    alter_partition_reassignments,
+    broker_heartbeat,
+    elect_leaders,
+    partition_view,
+)
+from harness.readback.log4j import read_rotated
 from harness.readback.metadata_records import schemas_for_tree
 
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
-    from harness.db.mode.view import MetadataView
+    from harness.db.mode.view import MetadataView, PartitionView
 
 
 # ---------------------------------------------------------------------------- KRaft
@@ -194,7 +202,6 @@ class KRaftMode(Mode):
                 raise ClusterError(f"creating topic {spec.name}: {exc}") from None
 
     def view(self, cluster: Cluster) -> MetadataView:
-
         if self._tree is None:
             self._tree = find_tree(self.version)
         leader = cluster.nodes[CONTROLLER]
@@ -224,7 +231,6 @@ class KRaftMode(Mode):
         return error
 
     def declare_dead(self, cluster: Cluster, name: str) -> bool:
-
         with self._lock:
             self._alive.discard(name)
         view = self.view(cluster)
@@ -264,3 +270,168 @@ class KRaftMode(Mode):
         self._stop.set()
         if self._keeper is not None:
             self._keeper.join(timeout=5)
+
+    # ------------------------------------------------------------ the playbook's verbs
+
+    hub_name = "the controllers"
+    held_session_note = "the harness's session keeper heartbeats for it"
+    # No broker is out of the faults' reach to host __consumer_offsets.
+    consumer_groups_safe = False
+
+    def controller_nodes(self) -> list[str]:
+        return list(self.controllers)
+
+    def liveness_hub(self) -> list[str]:
+        return list(self.controllers)
+
+    def restart_before_detect(self, can_fail_over: bool) -> str | None:
+        return (
+            "a KRaft controller refuses the new registration while the old heartbeat "
+            "session lives (DuplicateBrokerRegistrationException) and registers it with "
+            "a new broker epoch afterwards"
+        )
+
+    def end_cut_session(self, cluster: Cluster, name: str, stop_keeping: Callable[[], None]) -> str:
+        stop_keeping()
+        cluster.declare_dead(name)
+        return "stopped keeping its session, BrokerHeartbeat(WantFence) sent for it"
+
+    def decisions(
+        self,
+        cluster: Cluster,
+        decided: Callable[[], PartitionView],
+        controllers: Callable[[], list[str]],
+    ) -> Decisions:
+        return MetadataApplied(cluster, decided)
+
+    def assignment(self, view: MetadataView) -> list[int]:
+        assert isinstance(view, KRaftView)
+        p = view.image().partition(TOPIC, PARTITION)
+        if p is None:
+            raise FenceTimeout("the controller has no state for the test partition")
+        return list(p.replicas)
+
+    def to_controller(
+        self, cluster: Cluster, what: str, call: Callable[[str, int], tuple[int, str | None]]
+    ) -> tuple[int, str | None]:
+        """Send an admin request to the active controller (NOT_CONTROLLER: the next one).
+
+        Not through a broker: an admin client sends it to the broker the Metadata answer
+        names as controller, a random one in KRaft, possibly one the harness paused.
+        """
+        seen: list[str] = []
+        for c in self.controllers:
+            host, port = cluster.node_address(c)
+            try:
+                err, msg = call(host, port)
+            except WireError as exc:
+                seen.append(str(exc))
+                continue
+            if err == NOT_CONTROLLER:
+                continue
+            return err, msg
+        raise FenceTimeout(f"{what}: no controller answered ({'; '.join(seen) or 'none active'})")
+
+    def _elect_leaders(self, cluster: Cluster, unclean: bool) -> str:
+        kind = "UNCLEAN" if unclean else "PREFERRED"
+        err, msg = self.to_controller(
+            cluster,
+            "ElectLeaders",
+            lambda h, p: elect_leaders(h, p, TOPIC, PARTITION, unclean),
+        )
+        return f"ElectLeaders {kind}" + (f" (error {err} {msg or ''})" if err else "")
+
+    def elect_preferred(
+        self,
+        cluster: Cluster,
+        view: MetadataView,
+        name: str,
+        release: Callable[[], None],
+        wait: Wait,
+    ) -> str:
+        """AlterPartitionReassignments (a reorder: no epoch bump), then ElectLeaders
+        PREFERRED, both to the active controller; ``name`` is resumed first."""
+        release()
+        bid = cluster.brokers[name].broker_id
+        order = [bid] + [i for i in self.assignment(view) if i != bid]
+        if self.assignment(view) != order:
+            err, msg = self.to_controller(
+                cluster,
+                "AlterPartitionReassignments",
+                lambda h, p: alter_partition_reassignments(h, p, TOPIC, PARTITION, order),
+            )
+            if err:
+                raise FenceTimeout(f"AlterPartitionReassignments {order}: error {err} {msg or ''}")
+            wait(
+                lambda: self.assignment(view) == order,
+                f"the controller to reorder the assignment to {order}",
+            )
+        return f"AlterPartitionReassignments {order}; " + self._elect_leaders(cluster, False)
+
+    def elect_unclean(self, cluster: Cluster, name: str) -> str:
+        return self._elect_leaders(cluster, True)
+
+
+# Partition.makeLeader / makeFollower, per partition (KRaft and 3.x ZooKeeper brokers).
+STARTS_AT_EPOCH = re.compile(
+    rf"(?:Leader|Follower) {TOPIC}-{PARTITION} (?:with topic id \S+ )?starts at leader epoch (\d+)"
+)
+
+
+def replica_epoch(cluster: Cluster, name: str) -> int:
+    """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
+    found = STARTS_AT_EPOCH.findall(read_rotated(cluster.state_change_log(name)))
+    return int(found[-1]) if found else -1
+
+
+class MetadataApplied(Decisions):
+    """KRaft has no LeaderAndIsr: brokers apply the metadata log (``BrokerMetadataPublisher``
+    -> ``ReplicaManager.applyDelta``). A broker acted on the controller's decision once its
+    Metadata answer has the decided leader, leader epoch and ISR and its Partition logged
+    that epoch (makeLeader/makeFollower, after which its epoch cache is written)."""
+
+    def __init__(self, cluster: Cluster, decided: Callable[[], PartitionView]) -> None:
+        self.cluster = cluster
+        self.decided = decided
+
+    def applied(self, name: str) -> bool:
+        v = self.decided()
+        host, port = self.cluster.broker_address(name)
+        bid = self.cluster.brokers[name].broker_id
+        seen = partition_view(host, port, TOPIC, PARTITION, bid)
+        if not (
+            seen is not None
+            and seen.leader == v.leader
+            and seen.leader_epoch == v.leader_epoch
+            and seen.isr == v.isr
+        ):
+            return False
+        # The metadata cache is published before ReplicaManager.applyDelta runs: wait for
+        # the Partition to log the epoch too, unless the partition is offline.
+        return v.leader < 0 or replica_epoch(self.cluster, name) == v.leader_epoch
+
+    def _applied_or_none(self, name: str) -> bool:
+        try:
+            return self.applied(name)
+        except Exception:  # not answering yet
+            return False
+
+    def mark(self, name: str) -> None:
+        """Nothing to count: the decision itself is compared."""
+
+    def settle(self, name: str, wait: Wait) -> None:
+        if not self.cluster.is_running(name):
+            return
+        wait(
+            lambda: self._applied_or_none(name),
+            f"{name} to apply the controller's latest decision",
+        )
+
+    def after_restart(self, name: str, wait: Wait) -> None:
+        """Nothing to wait for: :meth:`settle` compares the decision itself."""
+
+    def after_heal(self, name: str, expired: bool, wait: Wait) -> None:
+        wait(
+            lambda: self._applied_or_none(name),
+            f"{name} to apply the controller's latest decision after the heal",
+        )

@@ -1,24 +1,40 @@
-"""ZooKeeper mode: a ZooKeeper node, a controller broker that hosts no replica, the brokers."""
+"""ZooKeeper mode: a ZooKeeper node, a controller broker that hosts no replica, the brokers.
+
+Everything the harness does the ZooKeeper way lives here: the znodes it writes (topic
+creation, ``/admin`` reassignment and preferred election, expiring a registration), and how it
+sees a broker act on the controller's decisions (:class:`LeaderAndIsrLog`).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.db import BrokerSpec, Cluster, TopicSpec
+from harness.db import BrokerSpec, Cluster, FenceTimeout, TopicSpec
 from harness.db.catalogue.kafka_config import (
     broker_properties,
     offsets_topic_znodes,
     topic_config,
     zookeeper_properties,
 )
-from harness.db.mode.base import SPARE_CONTROLLER, SPARE_CONTROLLER_ID, ZOOKEEPER, Mode, await_state
+from harness.db.mode.base import (
+    SPARE_CONTROLLER,
+    SPARE_CONTROLLER_ID,
+    ZOOKEEPER,
+    ControllerElection,
+    Decisions,
+    Mode,
+    Wait,
+    await_state,
+)
 from harness.db.mode.zk_view import ZkView
-from harness.db.names import CONTROLLER
+from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.readback.log4j import read_rotated
 
 if TYPE_CHECKING:
-    from harness.db.mode.view import MetadataView
+    from harness.db.mode.view import MetadataView, PartitionView
 
 
 # ---------------------------------------------------------------------------- ZooKeeper
@@ -57,6 +73,13 @@ class ZooKeeperMode(Mode):
         """The brokers that may be controller: never a scenario broker."""
         return [CONTROLLER] + ([self.spare] if self.spare else [])
 
+    def add_spare_controller(self, cluster: Cluster, port: int) -> bool:
+        self.add_spare(cluster, port)
+        return True
+
+    def controller_election(self, cluster: Cluster) -> ControllerElection | None:
+        return ZkControllerElection(self, cluster) if self.spare is not None else None
+
     def make_nodes(
         self, broker_names: list[str], workdir: Path, free_port: Callable[[], int]
     ) -> dict[str, BrokerSpec]:
@@ -73,7 +96,6 @@ class ZooKeeperMode(Mode):
         return f"{cluster.peer_host(ZOOKEEPER)}:{cluster.peer_port(ZOOKEEPER)}"
 
     def start(self, cluster: Cluster) -> None:
-
         zk = cluster.nodes[ZOOKEEPER]
         zk.data_dir.mkdir(parents=True, exist_ok=True)
         host = "0.0.0.0" if cluster.peer_host(ZOOKEEPER) != "127.0.0.1" else "127.0.0.1"
@@ -144,10 +166,205 @@ class ZooKeeperMode(Mode):
             zk.create_topic(spec.name, self.replica_ids(cluster, spec.replicas), topic_config(spec))
 
     def view(self, cluster: Cluster) -> MetadataView:
-
         return ZkView(self.zk_connect(cluster))
 
     def declare_dead(self, cluster: Cluster, name: str) -> bool:
-
         with ZkView(self.zk_connect(cluster)) as zk:
             return zk.expire_registration(cluster.brokers[name].broker_id)
+
+    # ------------------------------------------------------------ the playbook's verbs
+
+    hub_name = "ZooKeeper"
+    held_session_note = "it keeps its ZooKeeper session"
+    consumer_groups_safe = True  # __consumer_offsets lands on the controller broker
+
+    def controller_nodes(self) -> list[str]:
+        return [CONTROLLER]
+
+    def liveness_hub(self) -> list[str]:
+        return [ZOOKEEPER]
+
+    def restart_before_detect(self, can_fail_over: bool) -> str | None:
+        if can_fail_over:
+            return None  # the bounce no controller sees: harness.nemesis.failover
+        return (
+            "the cluster was started without a spare controller broker to fail "
+            "over to (harness.nemesis.failover.prepare)"
+        )
+
+    def end_cut_session(self, cluster: Cluster, name: str, stop_keeping: Callable[[], None]) -> str:
+        timeout = cluster.brokers[name].props.get("zookeeper.session.timeout.ms", "?")
+        return f"its ZooKeeper session expired (zookeeper.session.timeout.ms={timeout})"
+
+    def short_session_props(self, ms: int) -> dict[str, str]:
+        return {"zookeeper.session.timeout.ms": str(ms)}
+
+    def decisions(
+        self,
+        cluster: Cluster,
+        decided: Callable[[], PartitionView],
+        controllers: Callable[[], list[str]],
+    ) -> Decisions:
+        return LeaderAndIsrLog(cluster, controllers)
+
+    def assignment(self, view: MetadataView) -> list[int]:
+        assert isinstance(view, ZkView)
+        return view.assignment()
+
+    def elect_preferred(
+        self,
+        cluster: Cluster,
+        view: MetadataView,
+        name: str,
+        release: Callable[[], None],
+        wait: Wait,
+    ) -> str:
+        """The reassignment znode, then the preferred-election znode (what
+        kafka-reassign-partitions.sh and kafka-preferred-replica-election.sh write, 0.8-3.x)."""
+        assert isinstance(view, ZkView)
+        zk = view
+        bid = cluster.brokers[name].broker_id
+        old = zk.assignment()
+        order = [bid] + [i for i in old if i != bid]
+        if old != order:
+            zk.reassign(order)
+            wait(
+                lambda: zk.assignment() == order and not zk.admin_pending("reassign_partitions"),
+                f"the controller to reorder the assignment to {order}",
+            )
+        zk.preferred_election()
+        wait(
+            lambda: not zk.admin_pending("preferred_replica_election"),
+            "the controller to run the preferred-replica election",
+        )
+        return (
+            f"/admin/reassign_partitions {old} -> {order}, then /admin/preferred_replica_election"
+        )
+
+    def elect_unclean(self, cluster: Cluster, name: str) -> str:
+        """ElectLeaders through broker ``name`` alone (librdkafka forwards it to the
+        controller; another broker may be paused, and a request to it would hang)."""
+        from confluent_kafka import ElectionType, TopicPartition
+        from confluent_kafka.admin import AdminClient
+
+        host, port = cluster.broker_address(name)
+        admin = AdminClient({"bootstrap.servers": f"{host}:{port}", "log_level": 0})
+        fut = admin.elect_leaders(
+            ElectionType.UNCLEAN, [TopicPartition(TOPIC, PARTITION)]
+        )  # kwargs: SystemError (2.16.1)
+        try:
+            result = fut.result(timeout=30)
+        except Exception as exc:
+            raise FenceTimeout(f"ElectLeaders UNCLEAN for {name}: {exc}") from None
+        errors = [str(e) for e in result.values() if e is not None]
+        return "ElectLeaders UNCLEAN" + (f" ({'; '.join(errors)})" if errors else "")
+
+
+# A broker's log of LeaderAndIsr handled: one "Finished" line per request (3.x), or per
+# partition one "completed" (applied) or "ignoring" (stale epoch) line (0.10-2.x).
+LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
+LAI_DONE = re.compile(r"(?i)(completed|ignoring) LeaderAndIsr request")
+# The controller's log of LeaderAndIsr sent: one line per request (3.x) or per partition
+# (0.10-2.x); test brokers host one partition, so either counts requests.
+LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) with")
+LAI_SENT_PARTITION = re.compile(
+    r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
+)
+
+
+class LeaderAndIsrLog(Decisions):
+    """A broker acted on the controller's decisions once it handled every LeaderAndIsr sent
+    to it: counted in the controllers' state-change logs against the broker's own."""
+
+    def __init__(self, cluster: Cluster, controllers: Callable[[], list[str]]) -> None:
+        self.cluster = cluster
+        self.controllers = controllers
+        self.base: dict[str, tuple[int, int]] = {}  # name -> (sent, handled) at mark()
+
+    def done(self, name: str) -> int:
+        """LeaderAndIsr requests broker ``name`` handled so far."""
+        text = read_rotated(self.cluster.state_change_log(name))
+        pattern = LAI_FINISHED if LAI_FINISHED.search(text) else LAI_DONE
+        return len(pattern.findall(text))
+
+    def sent(self, name: str) -> int:
+        """LeaderAndIsr requests sent to ``name`` by every controller of the run so far."""
+        total = 0
+        bid = str(self.cluster.brokers[name].broker_id)
+        for controller in self.controllers():
+            text = read_rotated(self.cluster.state_change_log(controller))
+            pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
+            total += sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
+        return total
+
+    def mark(self, name: str) -> None:
+        self.base[name] = (self.sent(name), self.done(name))
+
+    def pending(self, name: str) -> int:
+        sent0, done0 = self.base.get(name, (0, 0))
+        return (self.sent(name) - sent0) - (self.done(name) - done0)
+
+    def settle(self, name: str, wait: Wait) -> None:
+        wait(
+            lambda: self.pending(name) <= 0,
+            f"{name} to process the LeaderAndIsr requests sent to it",
+        )
+
+    def after_restart(self, name: str, wait: Wait) -> None:
+        sent0 = self.base[name][0]
+        wait(
+            lambda: self.sent(name) > sent0,
+            f"the controller to send {name} its LeaderAndIsr",
+        )
+
+    def after_heal(self, name: str, expired: bool, wait: Wait) -> None:
+        if expired:
+            # The controller dropped its channel to the expired session (queued requests
+            # with it) and sends the new registration a LeaderAndIsr of its own.
+            done0 = self.base.get(name, (0, self.done(name)))[1]
+            wait(
+                lambda: self.done(name) > done0,
+                f"{name} to process a LeaderAndIsr after registering again",
+            )
+            self.mark(name)
+            return
+        sent0, done0 = self.base.get(name, (self.sent(name), self.done(name)))
+        wait(
+            lambda: (self.sent(name) - sent0) - (self.done(name) - done0) <= 0,
+            f"{name} to process the LeaderAndIsr requests held back from it",
+        )
+
+
+class ZkControllerElection:
+    """The controller election as ZooKeeper holds it: ``/controller``, ``/brokers/ids``."""
+
+    def __init__(self, mode: ZooKeeperMode, cluster: Cluster) -> None:
+        self.mode = mode
+        self.cluster = cluster
+
+    def _zk(self) -> ZkView:
+        return ZkView(self.mode.zk_connect(self.cluster))
+
+    def eligible(self) -> list[str]:
+        return self.mode.controller_brokers()
+
+    def controller_id(self) -> int:
+        with self._zk() as zk:
+            return int(zk.controller())
+
+    def registered(self, broker_id: int) -> bool:
+        with self._zk() as zk:
+            return broker_id in zk.live_brokers()
+
+    def drop_session(self, broker_id: int) -> None:
+        # its session outlives the process (60 s): remove what it held, registration first
+        with self._zk() as zk:
+            zk.expire_registration(broker_id)
+            zk.resign_controller(broker_id)
+
+    def describe(self) -> str:
+        try:
+            with self._zk() as zk:
+                return f"/controller={zk.controller()} /brokers/ids={list(zk.live_brokers())}"
+        except Exception as exc:
+            return f"(ZooKeeper unreadable: {exc})"

@@ -54,7 +54,7 @@ from harness.db.mode import make_mode
 from harness.db.runtime import reaper as reaper_mod
 from harness.db.runtime.daemon import docker_available
 from harness.db.runtime.images import ensure_image
-from harness.db.runtime.netns import LinkCuts
+from harness.db.runtime.linkcuts import LinkCuts
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.reaper import RUN_LABEL as LABEL
 

@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 from harness.db import BrokerUnavailable, kafka_dists
 from harness.db.catalogue.versions import KafkaVersion
 
-DOCKER_DIR = Path(__file__).resolve().parent.parent.parent / "docker"
+DOCKER_DIR = Path(__file__).resolve().parents[3] / "docker"  # harness/db/runtime/images.py
 ENTRYPOINT = DOCKER_DIR / "kafka-entrypoint.sh"
 CHECKSUMS = DOCKER_DIR / "checksums.txt"
 BASE_IMAGE = "hwchaos/jre:17"

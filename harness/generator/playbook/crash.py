@@ -82,15 +82,8 @@ class CrashSteps(Settling):
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         unnoticed = ev.replica in before.controller.live
-        if unnoticed and (self.kraft or self.failover is None):
-            why = (
-                "a KRaft controller refuses the new registration while the old heartbeat "
-                "session lives (DuplicateBrokerRegistrationException) and registers it with "
-                "a new broker epoch afterwards"
-                if self.kraft
-                else "the cluster was started without a spare controller broker to fail "
-                "over to (harness.nemesis.failover.prepare)"
-            )
+        why = self.cluster.mode.restart_before_detect(self.failover is not None)
+        if unnoticed and why is not None:
             raise StepPrevented(
                 f"step {k}: restart {name} before the controller noticed its failure: {why}; "
                 f"add 'detect: {name}' before it"
@@ -105,8 +98,7 @@ class CrashSteps(Settling):
             # The bounce no controller sees: see harness.nemesis.failover.
             frozen = self.failover.freeze()
             self.cluster.declare_dead(name)  # F crashed; its session has not expired
-        if not self.kraft:
-            self._mark_start(name)
+        self.decisions.mark(name)
         self.cluster.start_broker(name)
         self.down.discard(name)
         wait_until(
@@ -128,15 +120,8 @@ class CrashSteps(Settling):
                 f"realised: controller {ids[frozen].broker_id} frozen, {name} re-registered, "
                 f"controller failed over to {ids[new].broker_id}"
             )
-        if not self.kraft:
-            sent0 = self._lai_base[name][0]
-            wait_until(
-                lambda: self._lai_sent(name) > sent0,
-                f"the controller to send {name} its LeaderAndIsr",
-                self.timeout,
-                self._seen,
-            )
-        self._lai_settled(name)
+        self.decisions.after_restart(name, self._wait)
+        self._settled(name)
         new_lead = self.leader()
         if new_lead == name:
             if lead is not None and lead != name:

@@ -14,11 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.db.names import CONTROLLER
-from harness.db.runtime.netns import CLIENT
+from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.fences import StepPrevented
 from harness.generator.playbook.state import PlaybookState
-from harness.generator.realise import ZOOKEEPER
 from reference_model.events import CLIENT_NODE, CONTROLLER_NODE, ZOOKEEPER_NODE
 
 
@@ -34,9 +32,7 @@ class CutLinks(PlaybookState):
 
     def _controllers(self) -> list[str]:
         """The node(s) the model's ``controller`` stands for."""
-        if self.kraft:
-            return list(getattr(self.cluster.mode, "controllers", [CONTROLLER]))
-        return [CONTROLLER]
+        return self.cluster.mode.controller_nodes()
 
     def _nodes(self, node: int) -> list[str]:
         """Network node names of one model node (broker index or *_NODE)."""
@@ -45,7 +41,7 @@ class CutLinks(PlaybookState):
         if node == CONTROLLER_NODE:
             return self._controllers()
         if node == ZOOKEEPER_NODE:
-            return self._controllers() if self.kraft else [ZOOKEEPER]
+            return self.cluster.mode.liveness_hub()
         if node == CLIENT_NODE:
             return [CLIENT]
         raise ValueError(f"unknown network node {node}")
@@ -96,7 +92,7 @@ class CutLinks(PlaybookState):
         net = self.cluster.network
         if net is None:
             return set()
-        hub = set(self._controllers()) if self.kraft else {ZOOKEEPER}
+        hub = set(self.cluster.mode.liveness_hub())
         return {s for s, d in net.cuts() if d in hub and s in self.ids} | {
             d for s, d in net.cuts() if s in hub and d in self.ids
         }

@@ -42,15 +42,13 @@ class DetectSteps(HeldSteps):
         if name not in self.cut_from_sessions():
             return None
         t0 = time.perf_counter()
-        if self.kraft:
+
+        def stop_keeping() -> None:
             self.expiring.add(name)
             self._sync_sessions()
-            self.cluster.declare_dead(name)
-            how = "stopped keeping its session, BrokerHeartbeat(WantFence) sent for it"
-        else:
-            timeout = self.cluster.brokers[name].props.get("zookeeper.session.timeout.ms", "?")
-            how = f"its ZooKeeper session expired (zookeeper.session.timeout.ms={timeout})"
+
+        how = self.cluster.mode.end_cut_session(self.cluster, name, stop_keeping)
         self._await_controller(name)
-        hub = "the controllers" if self.kraft else "ZooKeeper"
+        hub = self.cluster.mode.hub_name
         took = time.perf_counter() - t0
         return f"realised: {name} cut from {hub}; {how}; controller acted after {took:.1f} s"

@@ -15,13 +15,9 @@ from typing import Any
 
 from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
 
+from harness.db import FenceTimeout, StepPrevented
 
-class FenceTimeout(RuntimeError):
-    """A step's precondition never became true; the run stops rather than guess."""
-
-
-class StepPrevented(RuntimeError):
-    """The step cannot be made to happen on this backend/version (a result, not a bug)."""
+__all__ = ["FenceTimeout", "Observation", "StepPrevented", "wait_until"]
 
 
 @dataclass

@@ -43,7 +43,7 @@ class FetchSteps(Settling):
             self._hold(name)
         return note
 
-    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see README
+    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see docs/harness.md
 
     def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
         if not self.version.epoch_on_disk:
@@ -63,7 +63,7 @@ class FetchSteps(Settling):
         (the divergent outcomes KIP-279 fixed), or a pre-0.11 version, which truncates only
         while processing LeaderAndIsr, before its fetcher starts.
         """
-        self._lai_settled(name)
+        self._settled(name)
         lead = self.leader()
         if lead is None or lead in self.down or lead == name:
             return

@@ -24,12 +24,10 @@ class HeldSteps(Settling):
     """Cut a broker from the controller before it acts; deliver what was held back."""
 
     def _mark_held(self, names: Iterable[str]) -> None:
-        """LeaderAndIsr counters of brokers about to be cut from the controller."""
-        if self.kraft:
-            return
+        """Where brokers about to be cut from the controller stand (the mode's Decisions)."""
         for n in names:
             if n not in self.cut_from_controller():
-                self._lai_base[n] = (self._lai_sent(n), self._lai_done(n))
+                self.decisions.mark(n)
 
     def hold_from_controller(self, names: Iterable[str]) -> str:
         """Cut the controller(s) from each broker in ``names`` both ways, before it acts."""
@@ -39,11 +37,7 @@ class HeldSteps(Settling):
         self._mark_held(names)
         new = self._cut(both_ways((c, n) for n in names for c in self._controllers()))
         self._sync_sessions()
-        how = (
-            "the harness's session keeper heartbeats for it"
-            if self.kraft
-            else "it keeps its ZooKeeper session"
-        )
+        how = self.cluster.mode.held_session_note
         return f"realised: hold {','.join(names)}: iptables DROP {self._show(new)} ({how})"
 
     def do_leader_and_isr(self, k: int, ev: Event, name: str) -> str:
@@ -93,31 +87,5 @@ class HeldSteps(Settling):
         return f"{name} {again}processed the controller's requests {took:.1f}s after the heal"
 
     def _settle_after_cut(self, name: str, expired: bool) -> None:
-
-        if self.kraft:
-            wait_until(
-                lambda: self._applied_or_none(name),
-                f"{name} to apply the controller's latest decision after the heal",
-                self.timeout,
-                self._seen,
-            )
-            return
-        if expired:
-            # The controller dropped its channel to the expired session (queued requests
-            # with it) and sends the new registration a LeaderAndIsr of its own.
-            done0 = self._lai_base.get(name, (0, self._lai_done(name)))[1]
-            wait_until(
-                lambda: self._lai_done(name) > done0,
-                f"{name} to process a LeaderAndIsr after registering again",
-                self.timeout,
-                self._seen,
-            )
-            self._lai_base[name] = (self._lai_sent(name), self._lai_done(name))
-            return
-        sent0, done0 = self._lai_base.get(name, (self._lai_sent(name), self._lai_done(name)))
-        wait_until(
-            lambda: (self._lai_sent(name) - sent0) - (self._lai_done(name) - done0) <= 0,
-            f"{name} to process the LeaderAndIsr requests held back from it",
-            self.timeout,
-            self._seen,
-        )
+        """Fence: ``name`` acted on what the cut held back (the mode's Decisions)."""
+        self.decisions.after_heal(name, expired, self._wait)

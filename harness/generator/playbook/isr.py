@@ -25,7 +25,6 @@ class IsrSteps(Settling):
     """``isr_shrink``."""
 
     def do_isr_shrink(self, k: int, ev: Event, name: str) -> str:
-
         before = self.prediction.steps[k - 1].state
         after = self.prediction.steps[k].state
         bid = self.ids[name]

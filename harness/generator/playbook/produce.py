@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from harness.client.producer import Delivery, Producer
-from harness.db.runtime.netns import CLIENT
+from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
@@ -175,7 +175,6 @@ class ProduceSteps(Settling):
         )
 
     def _failed(self, record: str, why: str) -> None:
-
         d = Delivery(record)
         d.status, d.error = "failed", why
         self.producer.deliveries[record] = d

@@ -5,38 +5,18 @@ follower copies records only in its ``fetch`` steps; a leader held during a rest
 resumed only when a step needs it (``_wake_leader``). KRaft brokers a step keeps silent
 have their session kept by the harness (``_sync_sessions``). After a step that makes the
 controller decide, the brokers concerned must have acted on the decision before the next
-step: ZooKeeper mode counts the LeaderAndIsr requests sent (the controller's state-change
-log) against those handled (the broker's); KRaft has no LeaderAndIsr and compares the
-broker's Metadata answer and its Partition's epoch with the controller's. Every step
-family ends on one of these fences, so they sit below all of them.
+step: how that is seen is the mode's (:meth:`harness.db.mode.base.Mode.decisions`:
+LeaderAndIsr requests counted in ZooKeeper mode, the Metadata answer and the Partition's
+epoch in KRaft). Every step family ends on one of these fences, so they sit below all.
 """
 
 from __future__ import annotations
 
-import re
 import time
 
-from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.cuts import CutLinks
 from harness.generator.playbook.fences import wait_until
 from harness.nemesis import faults as nemesis
-from harness.protocol.wire import partition_view
-from harness.readback.log4j import read_rotated
-
-# A broker's log of LeaderAndIsr handled: one "Finished" line per request (3.x), or per
-# partition one "completed" (applied) or "ignoring" (stale epoch) line (0.10-2.x).
-LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
-LAI_DONE = re.compile(r"(?i)(completed|ignoring) LeaderAndIsr request")
-# The controller's log of LeaderAndIsr sent: one line per request (3.x) or per partition
-# (0.10-2.x); test brokers host one partition, so either counts requests.
-# KRaft (and 3.x ZooKeeper) brokers: Partition.makeLeader / makeFollower, per partition.
-STARTS_AT_EPOCH = re.compile(
-    rf"(?:Leader|Follower) {TOPIC}-{PARTITION} (?:with topic id \S+ )?starts at leader epoch (\d+)"
-)
-LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) with")
-LAI_SENT_PARTITION = re.compile(
-    r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
-)
 
 
 class Settling(CutLinks):
@@ -62,7 +42,7 @@ class Settling(CutLinks):
         its followers have fetched once, and they are held.
         """
         self._release(name)
-        self._lai_settled(name)
+        self._settled(name)
 
     def _wake_leader(self) -> None:
         """A leader held during a restart is resumed only when a step needs it.
@@ -96,98 +76,25 @@ class Settling(CutLinks):
             self._leader_ready(lead)
 
     def _sync_sessions(self) -> None:
-        """KRaft: keep the controller's liveness view on the script (see KRaftMode).
+        """Keep the controller's liveness view on the script (KRaftMode's session keeper;
+        ZooKeeper sessions outlast any pause, so that mode keeps nothing).
 
         Brokers the model's controller still counts as live but that cannot heartbeat
         (paused by the harness or the scenario, or crashed and not yet detected) get their
         session kept by the harness.
         """
-        if not self.kraft:
-            return
         live = self.prediction.steps[self._model_step].state.controller.live
         silent = self.held | self.user_paused | self.down
         keep = {n for i, n in enumerate(self.names) if i in live and n in silent}
         keep = (keep - self.expiring) | self.sessions_kept_by_cuts(live)
         self.cluster.mode.keep_alive(self.cluster, keep)
 
-    def _applied_or_none(self, name: str) -> bool:
-        try:
-            return self._kraft_applied(name)
-        except Exception:  # not answering yet
-            return False
-
-    def _lai_done(self, name: str) -> int:
-        text = read_rotated(self.cluster.state_change_log(name))
-        pattern = LAI_FINISHED if LAI_FINISHED.search(text) else LAI_DONE
-        return len(pattern.findall(text))
-
-    def _lai_sent(self, name: str) -> int:
-        """LeaderAndIsr requests sent to ``name`` by every controller of the run so far."""
-        total = 0
-        for controller in self._controller_brokers():
-            text = read_rotated(self.cluster.state_change_log(controller))
-            pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
-            bid = str(self.ids[name])
-            total += sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
-        return total
-
-    def _mark_start(self, name: str) -> None:
-        """Counters from which LeaderAndIsr requests to a (re)started broker are tracked."""
-        self._lai_base[name] = (self._lai_sent(name), self._lai_done(name))
-
-    def _lai_pending(self, name: str) -> int:
-        sent0, done0 = self._lai_base.get(name, (0, 0))
-        return (self._lai_sent(name) - sent0) - (self._lai_done(name) - done0)
-
-    def _kraft_applied(self, name: str) -> bool:
-        """KRaft: broker ``name``'s metadata cache shows the controller's latest decision.
-
-        There is no LeaderAndIsr in KRaft: brokers apply the metadata log
-        (``BrokerMetadataPublisher`` -> ``ReplicaManager.applyDelta``). A broker whose
-        Metadata answer has the controller's leader, leader epoch and ISR has published that
-        image, which is when it became leader or follower of the new epoch.
-        """
-
-        v = self.view()
-        host, port = self.cluster.broker_address(name)
-        seen = partition_view(host, port, TOPIC, PARTITION, self.ids[name])
-        if not (
-            seen is not None
-            and seen.leader == v.leader
-            and seen.leader_epoch == v.leader_epoch
-            and seen.isr == v.isr
-        ):
-            return False
-        # The metadata cache is published before ReplicaManager.applyDelta runs: wait for
-        # Partition.makeLeader/makeFollower to log the epoch too (its epoch cache is then
-        # written), unless the partition is offline.
-        return v.leader < 0 or self._replica_epoch(name) == v.leader_epoch
-
-    def _replica_epoch(self, name: str) -> int:
-        """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
-        found = STARTS_AT_EPOCH.findall(read_rotated(self.cluster.state_change_log(name)))
-        return int(found[-1]) if found else -1
-
-    def _lai_settled(self, name: str) -> None:
-        """Fence: the broker processed every LeaderAndIsr the controller sent it.
+    def _settled(self, name: str) -> None:
+        """Fence: the broker acted on every decision the controller sent it (the mode's
+        :class:`~harness.db.mode.base.Decisions`).
 
         Not for a broker cut from the controller: what was sent is held back (held.py).
         """
         if name in self.cut_from_controller():
             return
-        if self.kraft:
-            if name in self.down or not self.cluster.is_running(name):
-                return
-            wait_until(
-                lambda: self._applied_or_none(name),
-                f"{name} to apply the controller's latest decision",
-                self.timeout,
-                self._seen,
-            )
-            return
-        wait_until(
-            lambda: self._lai_pending(name) <= 0,
-            f"{name} to process the LeaderAndIsr requests sent to it",
-            self.timeout,
-            self._seen,
-        )
+        self.decisions.settle(name, self._wait)

@@ -54,19 +54,19 @@ class PlaybookState:
         self.user_paused: set[str] = set()  # paused by a scenario step
         self.flushed: dict[str, int] = {n: 0 for n in self.names}
         self.checkpoint_hw: dict[str, int] = {}
-        self.kraft = cluster.mode.name == "kraft"
         self.meta = cluster.metadata()
         self._admin: Any = None
         self.expiring: set[str] = set()
         self.retired: list[Producer] = []  # earlier producers with reports still to come
         self.producer = self._make_producer()
         self._consumer: Any = None
-        self._lai_base: dict[str, tuple[int, int]] = {}
         self._model_step = 0  # the model state whose controller liveness the run follows
         self.failover = (
             ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
         )
         self._paused_at = 0.0  # when the harness last paused a broker
+        # How this mode's brokers are seen acting on the controller's decisions.
+        self.decisions = cluster.mode.decisions(cluster, self.view, self._controller_brokers)
 
     def _make_producer(self) -> Producer:
         """The run's producer; runs with ``isr_shrink`` need it patient (see isr.py).
@@ -99,6 +99,10 @@ class PlaybookState:
     def leader(self) -> str | None:
         return self.by_id.get(self.view().leader)
 
+    def _wait(self, check: Callable[[], object], what: str) -> object:
+        """The step's bounded fence, as the mode's waits take it."""
+        return wait_until(check, what, self.timeout, self._seen)
+
     def log(self, name: str) -> list[tuple[int, int, str]]:
         """(offset, epoch, record) on broker ``name``'s disk, in offset order."""
         pdir = self.cluster.partition_dir(name)
@@ -121,7 +125,7 @@ class PlaybookState:
         """
         from confluent_kafka import Consumer, TopicPartition
 
-        if self.kraft:
+        if not self.cluster.mode.consumer_groups_safe:
             return self._leader_hw_admin()
         if self._consumer is None:
             self._consumer = Consumer(
@@ -146,10 +150,10 @@ class PlaybookState:
             return -1
 
     def _leader_hw_admin(self) -> int:
-        """KRaft: ListOffsets(latest) through an admin client.
+        """ListOffsets(latest) through an admin client.
 
         A consumer with a group id would make the brokers create ``__consumer_offsets`` on a
-        test broker (KRaft has no broker that faults never touch to put it on).
+        test broker where no broker is out of the faults' reach (KRaft mode).
         """
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]

@@ -1,0 +1,147 @@
+"""One seam per mode: the playbook and the nemesis call Mode verbs and never ask which mode.
+
+Why a test: the playbook once branched on ``self.kraft`` 17 times and wrote ZooKeeper znodes
+itself. These checks read the source (a new branch on the mode fails them), instantiate both
+modes (a verb one mode forgets is an abstract-method error), and drive the ZooKeeper fence
+on real state-change log lines, as 0.10-2.x and 3.x brokers write them.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.db import FenceTimeout
+from harness.db.catalogue.versions import resolve_version
+from harness.db.mode import KRaftMode, ZooKeeperMode, make_mode
+from harness.db.mode.zookeeper import LeaderAndIsrLog
+
+ROOT = Path(__file__).resolve().parents[2]
+CALLERS = [
+    *sorted((ROOT / "harness/generator").rglob("*.py")),
+    ROOT / "harness/nemesis/failover.py",
+]
+# What asking the mode looks like: its name, its classes, its views, its znodes.
+ASKING = re.compile(
+    r"\.kraft\b|mode\.name\b|ZooKeeperMode|KRaftMode|ZkView|KRaftView|kazoo|/admin/"
+)
+
+
+def _code_lines(path: Path) -> list[tuple[int, str]]:
+    """Source lines outside docstrings and comments (a docstring may name a mode)."""
+    tree = ast.parse(path.read_text())
+    doc_lines: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            value = body[0].value
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                doc_lines.update(range(body[0].lineno, (body[0].end_lineno or 0) + 1))
+    lines = path.read_text().splitlines()
+    return [
+        (i, line.split("#", 1)[0]) for i, line in enumerate(lines, start=1) if i not in doc_lines
+    ]
+
+
+@pytest.mark.parametrize("path", CALLERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_playbook_never_asks_which_mode_it_is_in(path: Path) -> None:
+    asked = [f"{i}: {line.strip()}" for i, line in _code_lines(path) if ASKING.search(line)]
+    assert not asked, f"{path.name} asks which mode it runs in:\n" + "\n".join(asked)
+
+
+def test_the_check_sees_a_branch_on_the_mode(tmp_path: Path) -> None:
+    """Mutation: the check fails on the kind of line the playbook used to have."""
+    f = tmp_path / "x.py"
+    f.write_text('"""Docs may say KRaftMode."""\nif self.kraft:  # and comments ZkView\n    pass\n')
+    assert [i for i, line in _code_lines(f) if ASKING.search(line)] == [2]
+
+
+@pytest.mark.parametrize(
+    ("version", "mode"), [("0.10.2.1", ZooKeeperMode), ("3.3.1-kraft", KRaftMode)]
+)
+def test_each_mode_implements_every_verb(version: str, mode: type) -> None:
+    m = make_mode(resolve_version(version))
+    assert isinstance(m, mode)  # an abstract verb left out would have raised TypeError
+    assert m.hub_name and m.held_session_note
+    assert m.controller_nodes() and m.liveness_hub()
+
+
+def test_only_zookeeper_mode_shortens_sessions_and_allows_an_unnoticed_restart() -> None:
+    zk, kraft = make_mode(resolve_version("2.1.1")), make_mode(resolve_version("4.0.0"))
+    assert zk.short_session_props(6000) == {"zookeeper.session.timeout.ms": "6000"}
+    assert kraft.short_session_props(6000) == {}
+    assert zk.restart_before_detect(can_fail_over=True) is None
+    assert zk.restart_before_detect(can_fail_over=False)
+    assert "DuplicateBrokerRegistration" in (kraft.restart_before_detect(True) or "")
+
+
+# ------------------------------------------------------------ the ZooKeeper fence
+
+SENT_3X = "[2026-11-27 18:00:00,000] TRACE [Controller id=0 epoch=1] Sending LeaderAndIsr request to broker 2 with 1 become-leader and 0 become-follower partitions (state.change.logger)\n"  # noqa: E501
+DONE_3X = "[2026-11-27 18:00:00,100] INFO [Broker id=2] Finished LeaderAndIsr request in 5ms correlationId 3 from controller 0 for 1 partitions (state.change.logger)\n"  # noqa: E501
+SENT_0X = "[2026-11-27 18:00:00,000] TRACE Controller 0 epoch 1 sending become-follower LeaderAndIsr request (Leader:1,ISR:1,LeaderEpoch:1,ControllerEpoch:1) to broker 2 for partition hwchaos-0 (state.change.logger)\n"  # noqa: E501
+DONE_0X = "[2026-11-27 18:00:00,100] TRACE Broker 2 completed LeaderAndIsr request correlationId 3 from controller 0 epoch 1 for the become-follower transition for partition hwchaos-0 (state.change.logger)\n"  # noqa: E501
+
+
+def _cluster(tmp_path: Path) -> Any:
+    for n in ("controller", "B"):
+        (tmp_path / n).mkdir()
+        (tmp_path / n / "state-change.log").write_text("")
+    return SimpleNamespace(
+        state_change_log=lambda n: tmp_path / n / "state-change.log",
+        brokers={"B": SimpleNamespace(broker_id=2), "controller": SimpleNamespace(broker_id=0)},
+    )
+
+
+def _append(path: Path, line: str) -> None:
+    with path.open("a") as fh:
+        fh.write(line)
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _wait_once(check: Any, what: str) -> object:
+    """A fence that looks once: the state is already on disk in these tests."""
+    if not check():
+        raise _Timeout(what)
+    return True
+
+
+@pytest.mark.parametrize(("sent", "done"), [(SENT_3X, DONE_3X), (SENT_0X, DONE_0X)])
+def test_leader_and_isr_fence_waits_for_what_was_sent(tmp_path: Path, sent: str, done: str) -> None:
+    c = _cluster(tmp_path)
+    log = LeaderAndIsrLog(c, lambda: ["controller"])
+    log.mark("B")
+    log.settle("B", _wait_once)  # nothing sent: settled
+    _append(c.state_change_log("controller"), sent)
+    assert log.pending("B") == 1
+    with pytest.raises(_Timeout, match="B to process the LeaderAndIsr requests sent to it"):
+        log.settle("B", _wait_once)
+    log.after_restart("B", _wait_once)  # the controller did send B its LeaderAndIsr
+    _append(c.state_change_log("B"), done)
+    assert log.pending("B") == 0
+    log.settle("B", _wait_once)
+
+
+def test_a_heal_after_an_expired_session_waits_for_a_new_leader_and_isr(tmp_path: Path) -> None:
+    c = _cluster(tmp_path)
+    log = LeaderAndIsrLog(c, lambda: ["controller"])
+    log.mark("B")
+    with pytest.raises(_Timeout, match="after registering again"):
+        log.after_heal("B", True, _wait_once)
+    _append(c.state_change_log("B"), DONE_3X)
+    log.after_heal("B", True, _wait_once)
+    assert log.base["B"] == (0, 1)  # marked again from the new registration
+
+
+def test_fence_timeout_is_one_class_for_the_playbook_and_the_modes() -> None:
+    from harness.generator.playbook.fences import FenceTimeout as PlaybookFenceTimeout
+
+    assert PlaybookFenceTimeout is FenceTimeout

@@ -183,13 +183,16 @@ def with_inflight(
 ) -> PartitionState:
     """``st`` with replica ``i`` replaced by ``rep`` (unless None) and follower ``f``'s
     in-flight fetch response by ``resp``; ``st`` itself when nothing changes."""
+    replicas = st.replicas
     if rep is not None:
-        st = with_replica(st, i, rep)
+        reps = list(replicas)
+        reps[i] = rep
+        replicas = tuple(reps)
     if st.inflight[f] is resp:
-        return st
+        return st if rep is None else st._replace(replicas=replicas)
     inflight = list(st.inflight)
     inflight[f] = resp
-    return st._replace(inflight=tuple(inflight))
+    return st._replace(replicas=replicas, inflight=tuple(inflight))
 
 
 def with_controller(st: PartitionState, ctrl: Controller) -> PartitionState:

@@ -33,8 +33,8 @@ test-system: setup
 	$(VENV)/python -m pytest -q tests/system
 
 demo: setup
-	$(VENV)/hwchaos explore --protocol hw --out $(RESULTS)/found || true
-	$(VENV)/hwchaos matrix --model-only --protocols hw,kip101,kip279,kip320,3.3.1-kraft,4.0.0,4.0.0-elr --acks 1,all --min-insync 1,2 --unclean false,true --out $(RESULTS)/matrix
+	$(VENV)/hwchaos explore --profile hw --out $(RESULTS)/found || true
+	$(VENV)/hwchaos matrix --model-only --profiles hw,kip101,kip279,kip320,3.3.1-kraft,4.0.0,4.0.0-elr --acks 1,all --min-insync 1,2 --unclean false,true --out $(RESULTS)/matrix
 	$(VENV)/hwchaos analyze $(RESULTS)/matrix
 
 # One table of every benchmark's figures beside its target (benchmarks/table.py runs each

@@ -299,8 +299,32 @@ def offsets_for_leader_epoch(cfg: Config, st: PartitionState, f: int) -> Outcome
             rep = truncate(rep, f_end)  # KIP-279: step back to our own older epoch, ask again
             requested = f_epoch
         note = f"OffsetsForLeaderEpoch: {note}; truncate to {target}"
+    note += _kafka_14704(cfg, st.replicas[f], lead, target, cfg.brokers[f])
     rep = truncate(rep, target)._replace(needs_truncation=False)
     return with_replica(st, f, rep), note
+
+
+def _kafka_14704(cfg: Config, rep: Replica, lead: Replica, target: int, name: str) -> str:
+    """KAFKA-14704 (2.8 until 3.4.1/3.5.0): the window before a diverging-epoch truncation.
+
+    With truncation riding on the Fetch (KAFKA-10554), the answer that carries the diverging
+    epoch also carries the leader's HW, and ``ReplicaFetcherThread.processPartitionData``
+    applied it (HW = min(leader's HW, own LEO)) before ``truncateOnFetchResponse`` cut the
+    tail: for that instant the follower's HW covers records that are about to go. The
+    state after the event is the same either way (truncated, HW below the cut); the note
+    names the records a follower-fetching consumer could have read meanwhile.
+    """
+    gen = cfg.generation
+    if not gen.truncate_in_fetch or gen.follower_truncates_before_hw:
+        return ""
+    exposed_hw = min(lead.hw, len(rep.log))
+    if exposed_hw <= max(target, rep.hw):
+        return ""
+    recs = [e.record for e in rep.log[max(target, rep.hw) : exposed_hw]]
+    return (
+        f"; KAFKA-14704: {name} applies the leader's HW {exposed_hw} before truncating to "
+        f"{target}: {recs} readable from {name} until the truncation"
+    )
 
 
 def fetch_request(cfg: Config, st: PartitionState, ev: Event, isr_expanded: IsrExpanded) -> Outcome:

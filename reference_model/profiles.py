@@ -75,12 +75,14 @@ class Generation:
     truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
     out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
     truncate_in_fetch: bool = False  # KAFKA-10554: truncation rides on the first Fetch
+    follower_truncates_before_hw: bool = False  # KAFKA-14704: no HW over a divergent tail
     hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
     kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
     no_epoch_bump_on_isr_shrink: bool = False  # KAFKA-15021 (KRaft, metadata.version 3.6)
     kraft_unclean_from_config: bool = False  # KAFKA-12670 (KRaft honours the config, 3.9)
     elr: bool = False  # KIP-966 Eligible Leader Replicas
     unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
+    controller_queue: bool = False  # ZooKeeper ControllerChannelManager: queued, in order
     # Prevention rules (``reference_model.prevention``): they change no transition; they say
     # which steps the broker version makes impossible.
     session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
@@ -108,10 +110,11 @@ def build(name: str, kafka: str, rules: frozenset[str], mode: str) -> Generation
     return Generation(name=name, kafka_versions=kafka, mode=mode, rules=rules, **flags)
 
 
-# Prevention rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
+# Rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
 _ZK_ALWAYS = (
     "session_expiry_needs_cut",
     "unclean_election_needs_offline",
+    "controller_queue",
 )
 
 
@@ -266,6 +269,17 @@ RULES: dict[str, Rule] = {
             "tests/unit/test_profiles.py::test_kafka_10554_boundary",
         ),
         Rule(
+            "follower_truncates_before_hw",
+            "KAFKA-14704",
+            ("3.4.1", "3.5.0"),
+            "kafka.server.AbstractFetcherThread.processFetchRequest (truncateOnFetchResponse "
+            "now before ReplicaFetcherThread.processPartitionData's log.updateHighWatermark)",
+            "a follower whose Fetch answer carries a diverging epoch truncates before it applies "
+            "the leader's HW; from 2.8 (truncate_in_fetch) until the fix its HW briefly covered "
+            "its divergent, uncommitted tail, readable by follower-fetching consumers (KIP-392)",
+            boundary="tests/unit/test_profiles.py::test_kafka_14704_boundary",
+        ),
+        Rule(
             "hw_needs_min_isr",
             "KAFKA-15583",
             ("3.7.0",),
@@ -332,6 +346,19 @@ RULES: dict[str, Rule] = {
             boundary="scenarios/kip966-last-replica-standing.yaml",
         ),
         # ------------------------------------------------------------ prevention rules
+        Rule(
+            "controller_queue",
+            "ZooKeeper controller's request queue per broker (every ZooKeeper release)",
+            ("0.10.0.0",),
+            "kafka.controller.ControllerChannelManager (messageQueue, "
+            "RequestSendThread.doWork retries until the broker answers; removeBroker, "
+            "onControllerResignation drop it); ReplicaManager.becomeLeaderOrFollower",
+            "LeaderAndIsr a broker cannot hear is queued and processed in order when it can; "
+            "lost only on session expiry or controller failover",
+            mode="zk",
+            boundary="scenarios/controller-queue-two-leader-changes.yaml, "
+            "scenarios/controller-failover-missed-change.yaml",
+        ),
         Rule(
             "session_expiry_needs_cut",
             "ZooKeeper session / KRaft broker heartbeat (every release)",

@@ -38,6 +38,15 @@ class Verdict:
     prevented_step: int | None = None
     prevented_reason: str = ""
     harness_note: str = ""
+    # The per-step HW check (harness.checker.hw.HwCheck.to_json()): source, agreement
+    # counts, every mismatch, the first one.
+    hw: dict[str, Any] = field(default_factory=dict)
+    # The consumer oracle (harness.checker.consumer.consumer_verdict): reads against the
+    # model, and Jepsen-style anomalies observed and predicted.
+    consumer: dict[str, Any] = field(default_factory=dict)
+    # Brokers that exited on their own (harness.generator.playbook.halts.Halt.to_json): the
+    # step each was seen at, its fatal log line, the model's step of it (None: unpredicted).
+    halts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def checkpoint_mismatches(self) -> list[str]:
@@ -66,7 +75,8 @@ class Verdict:
                 if self.first_differing_step is not None
                 else ""
             )
-            return f"MODEL MISMATCH{step}: {len(self.differences)} positions differ"
+            hw = f"; {self.hw['summary']}" if self.hw.get("mismatches") else ""
+            return f"MODEL MISMATCH{step}: {len(self.differences)} positions differ{hw}"
         return f"{self.verdict}: {self.reason}"
 
 

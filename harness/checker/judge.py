@@ -4,14 +4,24 @@ Why pure: a checker that also plays, or that is rewritten after the fact by the 
 be re-run on a stored record, and a reader cannot tell which rule decided. Everything the
 verdict says comes from here: which acknowledged writes the final leader lacks (observed on
 its disk), the per-position diff of the logs, epoch checkpoints, the outcomes (offline, halted
-brokers) against the model's, and a predicted prevention.
+brokers) against the model's, and a predicted prevention; the HW of every replica after every
+step (harness.checker.hw) and the consumer oracle (harness.checker.consumer).
+
+The model it compares with is the prediction *as played* (harness.checker.realised: the same
+rules on the fetch rounds and HW checkpoints Kafka makes on its own), itself a pure function
+of the prediction.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
+from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
+from harness.checker.hw import controller_view, hw_check, judge_hw, predicted_hws
+from harness.checker.realised import differences, realised_run, step_hws
 from harness.generator.record import RunRecord
 from reference_model.run import RunResult
 
@@ -77,6 +87,8 @@ def judge(prediction: RunResult, record: RunRecord) -> Verdict | None:
     if not record.reached_end:
         return None
     scenario, version = record.scenario, record.version
+    written = prediction
+    prediction = realised_run(written)
     predicted, observed = log_frames(prediction, record)
     pj = prediction.to_json()
     predicted_leo = [
@@ -104,12 +116,69 @@ def judge(prediction: RunResult, record: RunRecord) -> Verdict | None:
             }
             for n, r in zip(scenario.brokers, final, strict=True)
         }
+    names = list(scenario.brokers)
+    judge_hw(verdict, names, step_hws(prediction), record.observations, controller_view(prediction))
+    verdict.hw["scenario_hw"] = predicted_hws(written)
+    verdict.hw["as_played_differs"] = differences(written, prediction)
+    verdict.consumer = consumer(prediction, record, verdict)
     if sorted(seen) != sorted(pj["outcomes"]):
         verdict.model_match = False
         verdict.verdict = "model_mismatch"
+    verdict.halts = list(record.final.get("halts", []))
+    unpredicted = [h for h in verdict.halts if not h["predicted"]]
+    if unpredicted:
+        # A broker that stopped itself where the model has it running is a diff, named by
+        # the step it was seen at and the broker's own fatal line (playbook/halts.py).
+        verdict.model_match = False
+        verdict.verdict = "model_mismatch"
+        verdict.reason = "; ".join(
+            f"step {h['step']}: {h['broker']} exited, not predicted: {h['line']}"
+            for h in unpredicted
+        )
     if record.stop_before is not None:
         verdict.prevented_step, verdict.prevented_reason = record.stop_before
         verdict.harness_note = record.harness_note
         if verdict.model_match:
             verdict.verdict = "prevented"
     return verdict
+
+
+def hw_so_far(prediction: RunResult, record: RunRecord) -> dict[str, Any]:
+    """A run that stopped early (a fence not reached): the HW check of the steps it played.
+
+    A broker that went elsewhere than the model is then named at the step where its HW
+    first differed, not only by the fence that timed out later.
+    """
+    if not record.observations:
+        return {}
+    played = realised_run(prediction)
+    names = list(record.scenario.brokers)
+    return hw_check(
+        names, step_hws(played), record.observations, controller_view(played)
+    ).to_json()
+
+
+def consumer(played: RunResult, record: RunRecord, verdict: Verdict) -> dict[str, Any]:
+    """The consumer oracle's verdict (harness.checker.consumer); ``played`` as played."""
+    names = list(played.config.brokers)
+    final = played.steps[-1].state
+    lead = final.controller.leader
+    predicted_log = (
+        {o: e.record for o, e in enumerate(final.replicas[lead].log)}
+        if 0 <= lead < len(names)
+        else {}
+    )
+    fin = record.final
+    leader = fin.get("leader") or (fin.get("isr") or [None])[0]
+    lead_log = {o: r for o, _e, r in record.logs.get(leader or "", [])}
+    leader_hw = {o.step: o.hw.get(o.leader, -1) for o in record.observations if o.leader}
+    return consumer_verdict(
+        names,
+        [x.state for x in played.steps[1:]],
+        record.reads,
+        lead_log,
+        predicted_log,
+        leader_hw,
+        verdict.lost_acked,
+        verdict.predicted_lost_acked,
+    )

@@ -14,7 +14,9 @@ import html
 from pathlib import Path
 from typing import Any
 
+from harness.checker import report_hw
 from harness.checker.diff import Verdict
+from harness.checker.realised import realised_hws
 from harness.checker.results import RunInfo
 from harness.checker.verdicts import TwoVerdicts, two_verdicts
 from harness.db.catalogue.versions import KafkaVersion
@@ -143,9 +145,12 @@ def write_report(
     parts.append(
         "<h2>Steps</h2><div class='scroll'><table class='steps'><tr><th>#</th><th>step</th>"
         "<th>model note</th><th>on the brokers</th><th>leader/epoch</th>"
-        "<th>observed LEO per replica</th><th>predicted LEO</th><th>s</th></tr>"
+        "<th>observed LEO per replica</th><th>predicted LEO</th>"
+        + report_hw.HEADER
+        + "<th>s</th></tr>"
     )
     by_step = {_get(o, "step"): o for o in observations}
+    realised = realised_hws(prediction)
     for s in prediction.steps[1:]:
         o = by_step.get(s.index)
         pleo = {n: r.leo for n, r in zip(scenario.brokers, s.state.replicas, strict=True)}
@@ -160,7 +165,8 @@ def write_report(
             f"<td>{_on_brokers(o, scenario, s.index)}</td>"
             f"<td>{html.escape(lead)}</td>"
             f"<td>{html.escape(_leo(oleo))}</td><td>{html.escape(_leo(pleo))}</td>"
-            f"<td>{_get(o, 'seconds', '') if o is not None else ''}</td></tr>"
+            + report_hw.cells(o, list(scenario.brokers), realised, s.index)
+            + f"<td>{_get(o, 'seconds', '') if o is not None else ''}</td></tr>"
         )
     if prevented is not None:
         # The step the model says this version refuses: not played, so no observation.
@@ -169,7 +175,7 @@ def write_report(
             f"<td>{html.escape(str(prevented.get('event', '')))}</td>"
             f"<td>prevented: {html.escape(str(prevented.get('reason', '')))}</td>"
             f"<td>{html.escape(str(prevented.get('harness_note', '')))}</td>"
-            "<td colspan='4' class='muted'>not played</td></tr>"
+            "<td colspan='6' class='muted'>not played</td></tr>"
         )
     parts.append("</table></div>")
     if prevented is not None:
@@ -182,6 +188,7 @@ def write_report(
             f"<p>Harness (the run {reached}): "
             f"{html.escape(str(prevented.get('harness_note', '')))}</p>"
         )
+    parts += report_hw.sections(verdict, info)
     if verdict is not None and verdict.epoch_mismatches:
         parts.append(
             "<h2>Leader epochs that differ</h2><div class='scroll'><table>"

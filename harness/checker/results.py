@@ -78,6 +78,11 @@ STEPS_SCHEMA = pa.schema(
         ("isr", pa.string()),  # "A,B"
         # wall seconds the step took on the brokers (null: model-only run, step 0, not played)
         ("seconds", pa.float64()),
+        # Broker runs: the HW this replica's broker checkpointed after the step (observed;
+        # -1: none or a model-only run) and the model's HW for the events really played
+        # (harness.checker.realised), which the per-step HW check compares it with.
+        ("observed_hw", pa.int64()),
+        ("realised_hw", pa.int64()),
     ]
 )
 
@@ -144,6 +149,7 @@ def write_run(
     resumed matrix deletes and plays again, so a cell is never half-counted.
     """
     folder.mkdir(parents=True, exist_ok=True)
+    steps = [{"observed_hw": -1, "realised_hw": -1, **r} for r in steps]
     for name, rows in (("replicas", replicas), ("writes", writes), ("steps", steps)):
         pq.write_table(_table(rows, TABLES[name]), folder / f"{name}.parquet")
     tmp = folder / "run.json.tmp"

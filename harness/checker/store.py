@@ -23,7 +23,8 @@ import yaml
 
 from harness.checker import results
 from harness.checker.diff import Verdict, diff_logs
-from harness.checker.judge import log_frames, observed_rows
+from harness.checker.judge import hw_so_far, log_frames, observed_rows
+from harness.checker.realised import realised_run, step_hws
 from harness.checker.report import write_report
 from harness.checker.verdicts import two_verdicts
 from harness.generator.record import RunRecord
@@ -38,7 +39,7 @@ def write_inputs(folder: Path, scenario: Scenario, prediction: RunResult) -> Non
     (folder / "model.json").write_text(json.dumps(prediction.to_json(), indent=2))
 
 
-def run_info(record: RunRecord, verdict: Verdict | None) -> results.RunInfo:
+def run_info(record: RunRecord, verdict: Verdict | None, prediction: RunResult) -> results.RunInfo:
     """``run.json``: the run's identity, its settings and its verdict."""
     scenario, version = record.scenario, record.version
     return results.RunInfo(
@@ -64,6 +65,13 @@ def run_info(record: RunRecord, verdict: Verdict | None) -> results.RunInfo:
             "deliveries": record.deliveries,
             "final": record.final,
             "timings": record.phases,
+            "hw": verdict.hw if verdict else hw_so_far(prediction, record),
+            "file_writes": record.file_writes,
+            "consumer": {
+                k: v
+                for k, v in (verdict.consumer if verdict else {}).items()
+                if k in ("summary", "observed", "predicted", "anomalies_as_predicted")
+            },
         },
     )
 
@@ -84,10 +92,13 @@ def write_outcome(
 ) -> results.RunInfo:
     """Everything after the run, ``run.json`` last but for the human-readable extras."""
     folder, run_id = record.folder, record.run_id
+    info = run_info(record, verdict, prediction)
+    # The run is judged on the prediction as played (harness.checker.realised).
+    written, prediction = prediction, realised_run(prediction)
+    (folder / "model-as-played.json").write_text(json.dumps(prediction.to_json(), indent=2))
     if verdict is not None:
         predicted, observed = log_frames(prediction, record)
         diff_logs(predicted, observed).to_parquet(folder / "diff.parquet")
-    info = run_info(record, verdict)
     lost = set(verdict.lost_acked) if verdict else set()
     observed_writes = [
         {
@@ -107,7 +118,13 @@ def write_outcome(
     # Observed rows only for a run that reached its verdict: the logs of a stopped run are an
     # intermediate state, not something to diff against the prediction of the whole run.
     replicas = prediction.replica_rows(run_id) + (observed_rows(record) if verdict else [])
-    results.write_run(folder, info, replicas, writes, timed_steps(prediction, record))
+    results.write_run(
+        folder,
+        info,
+        replicas,
+        writes,
+        step_hw_columns(timed_steps(written, record), prediction, record),
+    )
     verdict_doc = {
         **asdict(info),
         **two_verdicts(info).to_json(),  # agreement and safety, kept apart
@@ -115,6 +132,10 @@ def write_outcome(
         "run_folder": str(folder),
     }
     (folder / "verdict.json").write_text(json.dumps(verdict_doc, indent=2, default=str))
+    # Every write the harness made into a broker's files, with its source (observed | fault):
+    # no value in it comes from the model. And the consumer oracle's reads.
+    (folder / "writes.json").write_text(json.dumps(record.file_writes, indent=2))
+    (folder / "reads.json").write_text(json.dumps(record.reads, indent=2))
     (folder / "observations.json").write_text(
         json.dumps([asdict(o) for o in record.observations], indent=2)
     )
@@ -122,7 +143,7 @@ def write_outcome(
         folder / "report.html",
         record.scenario,
         record.version,
-        prediction,
+        written,
         record.logs,
         record.observations,
         info,
@@ -132,6 +153,21 @@ def write_outcome(
     if record.status != "ok" or not (workdir / "KEEP").exists():
         shutil.rmtree(workdir / "zookeeper", ignore_errors=True)
     return info
+
+
+def step_hw_columns(
+    rows: list[dict[str, Any]], played: RunResult, record: RunRecord
+) -> list[dict[str, Any]]:
+    """``steps.parquet`` rows with the observed HW (each broker's checkpoint) and the
+    as-played model's HW beside the scenario's model state."""
+    names = list(played.config.brokers)
+    hws = step_hws(played)
+    seen = {o.step: o.hw for o in record.observations}
+    for row in rows:
+        k, i = int(row["step"]), names.index(row["replica"])
+        row["observed_hw"] = seen.get(k, {}).get(row["replica"], -1)
+        row["realised_hw"] = hws[k - 1][i] if 1 <= k <= len(hws) else row["hw"]
+    return rows
 
 
 def _prevented_doc(record: RunRecord) -> dict[str, Any] | None:

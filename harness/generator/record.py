@@ -59,6 +59,11 @@ class RunRecord:
     # Where the time went (harness.timing): phases with their fences, and CPU seconds.
     phases: dict[str, Any] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)  # written by the runner, folder-relative
+    # Every write the harness made into a broker's files: step, broker, file, value, source
+    # (``observed`` | ``fault``, never the model), why (``writes.json``).
+    file_writes: list[dict[str, Any]] = field(default_factory=list)
+    # The consumer oracle's reads: step, replica, role, replica_id, hw, records, error.
+    reads: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property

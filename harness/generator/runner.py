@@ -143,6 +143,8 @@ def play(
         except FenceTimeout as exc:
             record.status, record.failure = "fence_timeout", str(exc)
         finally:
+            record.file_writes = list(book.file_writes)
+            record.reads = list(book.reads)
             with timing.phase("readback"):
                 record.logs = {n: book.log(n) for n in scenario.brokers}
                 record.epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}

@@ -4,9 +4,10 @@
 - power loss: a crash, then each log is cut back to what the scenario flushed (the bytes an
   fsync would have made durable), the index files of cut segments are dropped (Kafka
   rebuilds them on recovery) and there is no clean-shutdown marker.
-- stale HW checkpoint: ``replication-offset-checkpoint`` is rewritten while the broker is
-  down, so the restart reads the HW the scenario says (the checkpoint thread runs hourly in
-  hwchaos clusters; see kafka_config).
+- stale HW checkpoint (a fault, never a model value): ``replication-offset-checkpoint`` is
+  rewritten while the broker is down, so the restart reads the HW the scenario's
+  ``stale_checkpoint`` step names (otherwise Kafka checkpoints its own HW every 50 ms; see
+  kafka_config).
 - clean stop, restart, pause/resume (SIGSTOP/SIGCONT).
 - network partition of chosen links between brokers, controller, ZooKeeper and the
   harness's clients, one way or both, and heal (harness.db.runtime.netns: the local backend

@@ -157,6 +157,17 @@ class ScenarioItem(pytest.Item):
                 f"run folder: {folder}"
             )
         detail = doc.get("verdict_detail") or {}
+        hw = detail.get("hw") or {}
+        if hw:
+            # The per-step HW check, for --junitxml: agreement counts and the first step.
+            self.user_properties.append(("hwchaos_hw_source", str(hw.get("source", ""))))
+            self.user_properties.append(
+                ("hwchaos_hw_steps", f"{hw.get('steps_agreeing')}/{hw.get('steps_compared')}")
+            )
+            self.user_properties.append(("hwchaos_hw_first_step", str(hw.get("first_step"))))
+        consumer = detail.get("consumer") or {}
+        if consumer:
+            self.user_properties.append(("hwchaos_consumer", str(consumer.get("summary", ""))))
         if verdict == "prevented":
             p = doc.get("prevented") or {}
             self.add_report_section(

@@ -2,15 +2,27 @@
 
 Why each setting: the harness, not Kafka's timers, decides when things happen.
 
-- ``replica.high.watermark.checkpoint.interval.ms`` is an hour: the scenario's ``checkpoint``
-  steps decide what ``replication-offset-checkpoint`` says at a crash (the nemesis writes it),
-  so a background checkpoint never races a step.
+- ``replica.high.watermark.checkpoint.interval.ms`` is short (50 ms): every broker writes its
+  own in-memory HW to ``replication-offset-checkpoint`` continuously, which is how the harness
+  observes each replica's HW after every step and what a crashed broker restarts with
+  (harness.readback.hw). The harness never writes a model-predicted HW into it; only the
+  explicit ``stale_checkpoint`` fault rewrites it.
+- ``replica.fetch.wait.max.ms`` (1 s): see :data:`FETCH_WAIT_MAX_MS`.
 - ``replica.lag.time.max.ms`` is long: followers are paused between their fetch steps and
   must not drop out of the ISR on their own; ``isr_shrink`` is a scripted step.
 - ``zookeeper.session.timeout.ms`` (60 s) bounds how long a follower may stay paused in
   total (a resume of a few milliseconds does not always let it ping ZooKeeper); ``detect``
   does not wait for it: the harness deletes the dead broker's registration itself.
 - ``auto.leader.rebalance.enable=false``: no preferred-leader election behind the script.
+- ``request.timeout.ms`` (ZooKeeper mode) is 10 s, not 30: a follower that becomes follower
+  of another leader shuts its old fetcher thread down inside ``becomeLeaderOrFollower``
+  (``ReplicaFetcherManager.shutdownIdleFetcherThreads``, under the replica state-change
+  lock), and before 2.x that thread finishes its blocking Fetch first, bounded by this
+  timeout (``ReplicaFetcherThread``'s NetworkClient). A fetch outstanding to a leader the
+  harness holds paused therefore stalls every later LeaderAndIsr of that broker: on
+  0.10.2.1 the second of two held-back LeaderAndIsr came ~30 s after the heal, now ~10 s.
+  The controller's channel (``ControllerChannelManager``) uses the same timeout: a request
+  to a broker paused longer than it is resent on a new connection.
 - one partition, explicit assignment, no auto-created topics; ``__consumer_offsets`` (which
   the watermark queries' group lookups would otherwise create across the test brokers) is
   pre-created with one partition on the controller broker, out of harm's way.
@@ -20,9 +32,18 @@ from __future__ import annotations
 
 from harness.db import TopicSpec
 from harness.db.catalogue.versions import KafkaVersion
+from harness.readback.hw import HW_CHECKPOINT_INTERVAL_MS
 
 SESSION_TIMEOUT_MS = 60_000
 LAG_TIME_MAX_MS = 600_000
+FETCH_WAIT_MAX_MS = 1000
+"""``replica.fetch.wait.max.ms``: a follower that has just appended sends its next Fetch at
+once, and the leader parks it this long when there is nothing new. That is the window in
+which the follower has the records but not yet the HW that covers them (the model's
+``fetch`` is one request/response round): long enough for the harness to let the follower
+checkpoint its HW and pause it inside the window (harness.readback.hw), short enough that a
+produce step's wait for parked fetches to expire (playbook/produce.py) stays ~2 s."""
+REQUEST_TIMEOUT_MS = 10_000  # ZooKeeper mode; see the module docstring
 
 
 def broker_properties(
@@ -47,10 +68,11 @@ def broker_properties(
         "auto.leader.rebalance.enable": "false",
         "delete.topic.enable": "true",
         "controlled.shutdown.enable": "true",
-        "replica.high.watermark.checkpoint.interval.ms": "3600000",
+        "replica.high.watermark.checkpoint.interval.ms": str(HW_CHECKPOINT_INTERVAL_MS),
         "replica.lag.time.max.ms": str(LAG_TIME_MAX_MS),
-        "replica.fetch.wait.max.ms": "100",
+        "replica.fetch.wait.max.ms": str(FETCH_WAIT_MAX_MS),
         "replica.fetch.backoff.ms": "100",
+        "request.timeout.ms": str(REQUEST_TIMEOUT_MS),
         "offsets.topic.replication.factor": "1",
         "offsets.topic.num.partitions": "1",
         "transaction.state.log.replication.factor": "1",
@@ -74,7 +96,7 @@ def _common(version: KafkaVersion, log_dir: str) -> dict[str, str]:
     props = broker_properties(version, 0, "127.0.0.1", 0, log_dir, "")
     for key in ("broker.id", "listeners", "advertised.listeners", "zookeeper.connect",
                 "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
-                "delete.topic.enable"):  # fmt: skip
+                "delete.topic.enable", "request.timeout.ms"):  # fmt: skip
         props.pop(key, None)
     return props
 

@@ -15,8 +15,11 @@ How a scripted ordering is made to happen on brokers that replicate continuously
   never knew F was gone (ZooKeeper mode; harness.nemesis.failover).
 - ``detect F`` deletes the dead broker's registration, which is what the expiry of its
   ZooKeeper session does, and waits until the controller's decision is in ZooKeeper.
-- ``checkpoint``/``stale_checkpoint``/``flush`` decide what the files say after a crash or
-  power loss (the nemesis writes them); Kafka's own checkpoint and flush timers are hourly.
+- ``checkpoint`` waits for Kafka's own HW checkpoint (written every 50 ms) to be stable;
+  ``stale_checkpoint`` (a fault) and ``power_loss`` (the log cut to the LEO observed at the
+  last ``flush``) are the only writes into a broker's files, each listed in writes.json.
+- After every step each replica's HW is read from what its broker wrote
+  (harness.readback.hw) and the leader's from the wire, for the per-step HW check.
 
 Every fence is a bounded tenacity wait on observable state (ZooKeeper, files, the leader's
 answer); a fence that is not reached raises :class:`FenceTimeout` naming what was expected
@@ -87,6 +90,7 @@ class Playbook(
         "partition": PartitionSteps.do_partition,
         "heal": PartitionSteps.do_heal,
         "leader_and_isr": HeldSteps.do_leader_and_isr,
+        "controller_failover": HeldSteps.do_controller_failover,
         "detect": DetectSteps.do_detect,
         "elect": ElectSteps.do_elect,
         "isr_shrink": IsrSteps.do_isr_shrink,
@@ -126,9 +130,13 @@ class Playbook(
         notes: list[str] = []
         cfg = self.prediction.config
         self._model_step = k - 1
+        self.current_step = k
+        # An exit since the last step ended happened from the state after step k - 1.
+        notes += [h.describe() for h in self.note_exits(k - 1)]
         for e in expand(cfg, before, ev, self.scenario.records_per_produce):
             self._sync_sessions()
             notes.append(self._apply(k, e) or "")
+            notes += [h.describe() for h in self.note_exits(k)]
         self._model_step = k
         self._sync_sessions()
         text = ev.describe(cfg.brokers)
@@ -137,9 +145,14 @@ class Playbook(
         self.progress(
             f"step {k:>2}/{len(self.scenario.steps)} {text:<32} "
             f"{obs.seconds:5.1f}s  leader={obs.leader or '-'} "
-            f"epoch={obs.leader_epoch} leo={obs.leo}"
+            f"epoch={obs.leader_epoch} leo={obs.leo} hw={obs.hw}"
         )
         return obs
+
+    def finish(self) -> dict[str, Any]:
+        """What the run left (PlaybookState.finish), with any exit after the last step."""
+        self.note_exits(len(self.scenario.steps))
+        return super().finish()
 
     def _apply(self, k: int, ev: Event) -> str:
         name = self.names[ev.replica] if ev.replica >= 0 else ""

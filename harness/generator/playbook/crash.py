@@ -1,10 +1,15 @@
 """Process faults and the files they leave: ``crash``, ``power_loss``, ``clean_shutdown``,
 ``pause``/``resume``, ``restart``, and ``checkpoint``/``stale_checkpoint``/``flush``.
 
-``checkpoint``, ``stale_checkpoint`` and ``flush`` only record what the files must say
-after a crash or power loss; the nemesis (harness.nemesis.faults) writes them when the
-broker dies, because Kafka's own checkpoint and flush timers are hourly and never fire in a
-run. ``restart F`` holds the leader (pauses it) while F starts, so F processes its
+``checkpoint F`` writes nothing: Kafka checkpoints every replica's HW itself every 50 ms
+(harness.db.catalogue.kafka_config), so the step waits until F's own file is stable and notes the
+value F wrote (a paused F's file is frozen at its HW when it was paused). No model value is
+ever written into a broker. ``stale_checkpoint`` is an explicit fault: the scenario's value
+is written into the file while the broker is down, listed in ``writes.json`` as a fault.
+``flush`` records the LEO observed on disk; a ``power_loss`` cuts the log back to it (also
+listed in ``writes.json``), because Kafka's own flush timer is hourly.
+
+``restart F`` holds the leader (pauses it) while F starts, so F processes its
 LeaderAndIsr (truncating to its HW before 0.11) but cannot fetch until a later step; then F
 is paused and the leader resumed. A restart the model's controller did not notice (no
 ``detect F`` before it) happens while the controller broker is frozen, and controllership
@@ -24,19 +29,35 @@ class CrashSteps(Settling):
     """Kill, stop, pause and restart brokers; record what their files will say."""
 
     def do_checkpoint(self, k: int, ev: Event, name: str) -> str:
-        hw = self.prediction.steps[k].state.replicas[ev.replica].checkpoint_hw
-        self.checkpoint_hw[name] = hw
-        return f"{name}'s replication-offset-checkpoint will say {hw}"
+        """Kafka's own checkpoint of F's HW: wait until F's file is stable, write nothing."""
+        self.checkpoint_hw.pop(name, None)  # a later crash leaves Kafka's own file alone
+        reading = self.hw_reading(name)
+        how = "stable" if reading.stable else "still moving after 5 s"
+        return (
+            f"observed: {name}'s replication-offset-checkpoint (written by Kafka) says "
+            f"{reading.hw} ({how})"
+        )
 
     def do_stale_checkpoint(self, k: int, ev: Event, name: str) -> str:
         self.checkpoint_hw[name] = ev.value
         if name in self.down:
-            nemesis.write_hw_checkpoint(self.cluster, name, ev.value)
-        return ""
+            self._write_stale_checkpoint(name)
+        return f"fault: {name}'s replication-offset-checkpoint set to {ev.value} while down"
+
+    def _write_stale_checkpoint(self, name: str) -> None:
+        value = self.checkpoint_hw[name]
+        nemesis.write_hw_checkpoint(self.cluster, name, value)
+        self.record_write(
+            name,
+            nemesis.HW_CHECKPOINT,
+            value,
+            "fault",
+            "stale_checkpoint: the scenario's value, older than the HW",
+        )
 
     def do_flush(self, k: int, ev: Event, name: str) -> str:
         self.flushed[name] = max(self.leo(name), 0)
-        return ""
+        return f"observed: {name}'s LEO on disk is {self.flushed[name]} (what a power loss keeps)"
 
     def _after_kill(self, name: str) -> None:
         self.down.add(name)
@@ -44,7 +65,7 @@ class CrashSteps(Settling):
         self.held.discard(name)
         self.user_paused.discard(name)
         if name in self.checkpoint_hw:
-            nemesis.write_hw_checkpoint(self.cluster, name, self.checkpoint_hw[name])
+            self._write_stale_checkpoint(name)
 
     def do_crash(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
@@ -55,6 +76,14 @@ class CrashSteps(Settling):
 
     def do_power_loss(self, k: int, ev: Event, name: str) -> str:
         lost = nemesis.power_loss(self.cluster, name, self.flushed[name])
+        self.record_write(
+            name,
+            f"{self.cluster.partition_dir(name).name}/*.log (cut)",
+            self.flushed[name],
+            "observed",
+            f"power_loss: log cut to the LEO observed at {name}'s last flush step "
+            f"({lost} bytes)",
+        )
         self._after_kill(name)
         return f"{lost} unflushed bytes lost"
 
@@ -90,6 +119,12 @@ class CrashSteps(Settling):
             )
         if name not in self.down:
             return f"{name} is already running"
+        killed = ""
+        if self.cluster.is_running(name):
+            # A halt whose JVM hung in its shutdown hook (KAFKA-4039, before 0.11): what an
+            # operator does first, kill it, then start it again.
+            nemesis.crash(self.cluster, name)
+            killed = f"{name} hung after its halt (KAFKA-4039): killed before the restart"
         lead = self.leader()
         if lead is not None and lead not in self.down:
             self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
@@ -102,7 +137,7 @@ class CrashSteps(Settling):
         self.cluster.start_broker(name)
         self.down.discard(name)
         wait_until(
-            lambda: self.ids[name] in self.view().live,
+            lambda: self.ids[name] in self.view().live or self.gone(name),
             f"{name} to register",
             self.timeout,
             self._seen,
@@ -120,7 +155,7 @@ class CrashSteps(Settling):
                 f"realised: controller {ids[frozen].broker_id} frozen, {name} re-registered, "
                 f"controller failed over to {ids[new].broker_id}"
             )
-        self.decisions.after_restart(name, self._wait)
+        self.decisions.after_restart(name, self._wait_unless_gone(name))
         self._settled(name)
         new_lead = self.leader()
         if new_lead == name:
@@ -131,4 +166,4 @@ class CrashSteps(Settling):
             self._hold(name)  # the leader stays held until a step needs it
         if frozen and self.failover is not None:
             self.failover.restore_standby(frozen)
-        return note
+        return "; ".join(n for n in (killed, note) if n)

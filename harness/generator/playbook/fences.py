@@ -34,6 +34,13 @@ class Observation:
     isr: list[str]
     leo: dict[str, int]  # on-disk LEO per replica (-1: no partition dir yet)
     notes: list[str] = field(default_factory=list)
+    # Each replica's HW as its broker checkpointed it (harness.readback.hw; -1: none), and
+    # whether that reading was stable (two fresh writes agreed, or the broker was paused or
+    # down so its file could not move).
+    hw: dict[str, int] = field(default_factory=dict)
+    hw_stable: dict[str, bool] = field(default_factory=dict)
+    # The leader's HW on the wire (ListOffsets latest; -1: no answer).
+    leader_hw_wire: int = -1
 
 
 def wait_until(

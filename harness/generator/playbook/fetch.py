@@ -4,8 +4,10 @@
 identical records, or a truncation logged since the resume: KIP-101/279) and the leader
 reports, as its high watermark, what the ISR now holds; a follower the model puts back into
 the ISR must be back in the controller's ISR before the next step can overtake it.
-``fetch_request`` plays as a whole fetch (the answer's HW lives only in memory) and
-``leader_epoch_request`` as a fetch from 0.11 on. A follower cut from the controller
+A fetch that brings no records also waits until F applied the leader's HW (observed in
+both brokers' own checkpoints). ``fetch_request`` is, when observed so, already realised
+by F's last fetch step (see :meth:`FetchSteps.do_fetch_request`), else a whole fetch; and
+``leader_epoch_request`` plays as a fetch from 0.11 on. A follower cut from the controller
 fetches from the leader it last heard of with its stale leader epoch (the zombie follower
 of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's outcome
 (F's log, F's fetcher fenced with FENCED_LEADER_EPOCH, F back in the ISR).
@@ -13,13 +15,21 @@ of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's o
 
 from __future__ import annotations
 
+import re
 import time
 
 from harness import timing
+from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
+from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
+from harness.readback.hw import checkpointed_hw
 from harness.readback.log4j import read_rotated
 from reference_model.events import Event
+
+# ReplicaFetcherThread.processPartitionData at TRACE (0.10: "Follower 2 set replica high
+# watermark for partition hwchaos-0 to 1"; 2.x on: "Follower set replica high watermark ...").
+HW_TRACED = re.compile(r"set replica high watermark for partition \S+ to (\d+)")
 
 
 class FetchSteps(Settling):
@@ -36,15 +46,71 @@ class FetchSteps(Settling):
             return self.fetch_while_cut(k, name)
         self._wake_leader()
         before = self._truncations(name)
+        leo0 = self.leo(name)
         self._release(name)
         try:
             self._caught_up(name, before, k)
             note = self._isr_joined(k, name)
+            if self.leo(name) == leo0:
+                note = "; ".join(x for x in (note, self._hw_learned(name)) if x)
         finally:
             self._hold(name)
         return note
 
-    do_fetch_request = do_fetch  # the answer's HW lives only in memory; see docs/harness.md
+    def _hw_learned(self, name: str) -> str:
+        """A fetch round that brought no records: wait until F applied the leader's HW.
+
+        Kafka's follower takes the HW from the Fetch answer, and with nothing new the leader
+        parks that answer for ``replica.fetch.wait.max.ms``; so the round is complete when
+        F's own checkpoint shows min(leader's HW, F's LEO), both observed (the leader's from
+        its checkpoint). Bounded; not reached is a note, and the per-step HW check compares.
+        """
+        lead = self.leader()
+        if lead is None or lead == name or lead in self.down:
+            return ""
+        log_dir = self.cluster.log_dir(name)
+        lead_dir = self.cluster.log_dir(lead)
+
+        def target() -> int:
+            return min(checkpointed_hw(lead_dir, TOPIC, PARTITION), self.leo(name))
+
+        try:
+            wait_until(
+                lambda: checkpointed_hw(log_dir, TOPIC, PARTITION) >= target(),
+                f"{name} to apply the leader's HW",
+                FETCH_WAIT_MAX_MS / 1000 + 5.0,
+            )
+        except FenceTimeout:
+            got = checkpointed_hw(log_dir, TOPIC, PARTITION)
+            return f"observed: {name}'s HW stayed {got} (leader's HW and {name}'s LEO: {target()})"
+        return ""
+
+    def do_fetch_request(self, k: int, ev: Event, name: str) -> str:
+        """A Fetch whose answer F never processes (model: ``fetch_request``).
+
+        A Kafka follower sends its next Fetch as soon as it appended, so at the end of its
+        last fetch step F's request at its LEO is already at the leader, parked there, and
+        F was paused before the answer came. Observed so (F paused since, in the ISR, the
+        leader's checkpointed HW covering F's LEO: the leader has seen F at its LEO), the
+        step is already realised and nothing is played: resuming F would apply the answer.
+        Otherwise it plays as a whole fetch round (the answer's HW then is applied).
+        """
+        lead = self.leader()
+        if (
+            name in self.held
+            and lead is not None
+            and lead not in self.down
+            and self.ids[name] in self.view().isr
+        ):
+            lead_hw = checkpointed_hw(self.cluster.log_dir(lead), TOPIC, PARTITION)
+            leo = self.leo(name)
+            if 0 <= leo <= lead_hw:
+                return (
+                    f"realised: {name}'s Fetch at its LEO {leo} reached {lead} when {name} "
+                    f"last ran ({lead}'s HW is {lead_hw}); {name} stays paused, the answer "
+                    "unprocessed"
+                )
+        return self.do_fetch(k, ev, name)
 
     def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
         if not self.version.epoch_on_disk:
@@ -75,6 +141,8 @@ class FetchSteps(Settling):
             # The truncation count is read before the logs, and a divergent-but-equal-length
             # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
             # cuts the log and fetches on, so one read can fall between the two.
+            if self.gone(name):
+                return True  # it exited (a halt): the step records it, nothing to wait for
             truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
@@ -93,6 +161,8 @@ class FetchSteps(Settling):
             return stable[0] >= 2
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
+        if self.gone(name):
+            return
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
         # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
@@ -136,7 +206,7 @@ class FetchSteps(Settling):
         """
         want = self.prediction.steps[k].state.controller.isr
         bid = self.ids[name]
-        if self.names.index(name) not in want or bid in self.view().isr:
+        if self.names.index(name) not in want or bid in self.view().isr or self.gone(name):
             return ""
         try:
             wait_until(lambda: bid in self.view().isr, f"{name} to rejoin the ISR", 10.0)
@@ -168,6 +238,8 @@ class FetchSteps(Settling):
         bid = self.ids[name]
 
         def done() -> bool:
+            if self.gone(name):
+                return True  # it exited (a halt): the step records it
             if [r for _o, _e, r in self.log(name)] != want:
                 return False
             if fenced:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from harness.client.producer import Delivery, Producer
+from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
@@ -81,8 +82,11 @@ class ProduceSteps(Settling):
         machine: the leader read the Fetch late) the timer alone from the pause was not
         enough: ``elect-unclean`` on 3.3.1 once saw B hold m2 it never fetched.
         """
+        # The broker spec holds overrides only; the setting itself is kafka_config's.
         wait_ms = int(
-            self.cluster.brokers[self.names[0]].props.get("replica.fetch.wait.max.ms", 100)
+            self.cluster.brokers[self.names[0]].props.get(
+                "replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS
+            )
         )
         start = self._paused_at
         probed = self._leader_answered_after_pause(target or self.leader())

@@ -11,6 +11,7 @@ living in the file of its step kind, and none needs stubs of the others to type-
 from __future__ import annotations
 
 import contextlib
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ from harness.generator.playbook.fences import FenceTimeout, Observation, wait_un
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.nemesis import faults as nemesis
 from harness.nemesis.failover import ControllerFailover, has_spare
+from harness.readback.hw import HwReading, checkpointed_hw, stable_hw
 from harness.readback.logformat import read_partition_dir
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
@@ -52,8 +54,16 @@ class PlaybookState:
         self.down: set[str] = set()
         self.held: set[str] = set()  # paused by the harness between steps
         self.user_paused: set[str] = set()  # paused by a scenario step
+        self.halts: list[Any] = []  # brokers that exited on their own (halts.Halt)
         self.flushed: dict[str, int] = {n: 0 for n in self.names}
+        # stale_checkpoint faults to write when the broker is down (never a model value)
         self.checkpoint_hw: dict[str, int] = {}
+        # Every write the harness made into a broker's files: {step, broker, file, value,
+        # source (observed | fault), why}; written to the run folder as writes.json.
+        self.file_writes: list[dict[str, Any]] = []
+        self.current_step = 0
+        # The consumer oracle's reads: {step, replica, role, replica_id, hw, records, error}
+        self.reads: list[dict[str, Any]] = []
         self.meta = cluster.metadata()
         self._admin: Any = None
         self.expiring: set[str] = set()
@@ -175,8 +185,79 @@ class PlaybookState:
             self._admin = None
             return -1
 
+    def _running(self, name: str) -> bool:
+        """Running and not paused: its checkpoint file can still move."""
+        return (
+            name not in self.down
+            and name not in self.held
+            and name not in self.user_paused
+            and self.cluster.is_running(name)
+        )
+
+    def hw_reading(self, name: str) -> HwReading:
+        """``name``'s HW as its broker checkpointed it (harness.readback.hw).
+
+        A running broker: wait (bounded) for two fresh checkpoint writes that agree. A paused
+        or dead one: its file is frozen, read it as it is.
+        """
+        log_dir = self.cluster.log_dir(name)
+        if self._running(name):
+            return stable_hw(log_dir, TOPIC, PARTITION)
+        return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
+
+    def consumer_read(self, name: str, role: str) -> None:
+        """What a consumer reads from ``name`` now (harness.protocol.fetch), for the oracle.
+
+        The leader is read as an ordinary consumer, a follower as Kafka's debugging
+        consumer before 2.4 and with KIP-392 client metadata from 2.4 (either way served by
+        the follower, up to its own HW; harness.protocol.fetch). Only a
+        running broker can answer, so followers are read just before the harness pauses
+        them (their state then is their state until their next step).
+        """
+        from harness.protocol.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch, fetch_version
+        from harness.protocol.wire import WireError
+
+        host, port = self.cluster.broker_address(name)
+        kip392 = tuple(int(x) for x in self.version.release.split(".")[:2]) >= (2, 4)
+        rid = CONSUMER if role == "leader" or kip392 else DEBUGGING_CONSUMER
+        row: dict[str, Any] = {
+            "step": self.current_step,
+            "replica": name,
+            "role": role,
+            "replica_id": rid,
+            "hw": -1,
+            "records": [],
+            "error": "",
+        }
+        try:
+            ver = fetch_version(self.version.epoch_on_disk, kip392)
+            ans = fetch(host, port, TOPIC, PARTITION, ver, rid)
+            row["hw"], row["records"] = ans.high_watermark, [list(x) for x in ans.records]
+            row["error"] = "" if ans.error == 0 else f"error code {ans.error}"
+        except (WireError, struct.error, IndexError) as exc:
+            row["error"] = str(exc) or type(exc).__name__
+        self.reads.append(row)
+
+    def record_write(self, name: str, file: str, value: int, source: str, why: str) -> None:
+        """List one write into a broker's files for ``writes.json`` (source: observed|fault)."""
+        self.file_writes.append(
+            {
+                "step": self.current_step,
+                "broker": name,
+                "file": file,
+                "value": value,
+                "source": source,
+                "why": why,
+            }
+        )
+
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
         v = self.view()
+        readings = {n: self.hw_reading(n) for n in self.names}
+        lead = self.by_id.get(v.leader, "")
+        wire = self.leader_hw() if lead and self._running(lead) else -1
+        if lead and self._running(lead):
+            self.consumer_read(lead, "leader")
         return Observation(
             step=step,
             event=event,
@@ -186,6 +267,9 @@ class PlaybookState:
             isr=[self.by_id[i] for i in v.isr if i in self.by_id],
             leo={n: self.leo(n) for n in self.names},
             notes=notes,
+            hw={n: r.hw for n, r in readings.items()},
+            hw_stable={n: r.stable for n, r in readings.items()},
+            leader_hw_wire=wire,
         )
 
     def _seen(self) -> str:
@@ -208,14 +292,9 @@ class PlaybookState:
             p.close(timeout=5.0)
         self.producer.close(timeout=5.0)
         v = self.meta.partition()
-        halted = [
-            n
-            for n in self.names
-            if n not in self.down
-            and n not in self.held
-            and n not in self.user_paused
-            and not self.cluster.is_running(n)
-        ]
+        # An exit the harness did not cause is a halt (halts.HaltWatch.note_exits, called
+        # by the playbook before this); one not restarted since is a final outcome.
+        halted = sorted({h.broker for h in self.halts if h.broker in self.down})
         return {
             "deliveries": {r: vars(d) for r, d in self.producer.deliveries.items()},
             "leader": self.by_id.get(v.leader) if v else None,
@@ -225,6 +304,7 @@ class PlaybookState:
             # leader); empty before 4.0 and without ELR.
             "elr": [self.by_id[i] for i in v.elr if i in self.by_id] if v else [],
             "halted": halted,
+            "halts": [h.to_json() for h in self.halts],
         }
 
     def close(self) -> None:

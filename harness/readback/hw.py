@@ -1,0 +1,102 @@
+"""The high watermark of every replica, as the broker itself reports it.
+
+Two sources, both produced by Kafka, never by the model:
+
+- **Every replica: its own ``replication-offset-checkpoint``.** ``ReplicaManager`` writes
+  the in-memory HW of every local partition (leader and follower alike) on a timer,
+  ``replica.high.watermark.checkpoint.interval.ms``; hwchaos clusters set it to
+  :data:`HW_CHECKPOINT_INTERVAL_MS`. The file is written to a ``.tmp`` sibling and renamed,
+  so every write is a new inode: a write is *fresh* when ``(inode, mtime)`` changed. A
+  running broker's HW is read once two fresh writes in a row carry the same value
+  (:func:`stable_hw`), a paused broker's file is frozen at its last write before the pause,
+  and a dead broker's file is exactly what it will restart with.
+- **The leader, also on the wire:** ListOffsets(latest) answers the HW (what consumers may
+  read) on every version hwchaos runs (read in ``harness.generator.playbook.state``).
+
+Why not the alternatives, per version: see ``docs/observing-the-hw.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.readback.checkpoints import REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
+
+HW_CHECKPOINT_INTERVAL_MS = 50
+"""``replica.high.watermark.checkpoint.interval.ms`` of hwchaos brokers (Kafka's default is
+5000): short, so a step can wait for the broker's own checkpoint instead of writing one."""
+
+NO_HW = -1
+"""No checkpoint entry for the partition (no file yet, or the broker never wrote it)."""
+
+
+@dataclass(frozen=True)
+class HwReading:
+    """One replica's HW as its broker wrote it, and how much that reading can be trusted.
+
+    ``stable``: two fresh writes in a row agreed (a running broker), or the broker cannot
+    write (paused or down: the file is what it is). ``writes``: fresh writes seen while
+    waiting (0 for a frozen file).
+    """
+
+    hw: int
+    stable: bool
+    writes: int
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def checkpointed_hw(log_dir: Path, topic: str, partition: int) -> int:
+    """The HW the broker last checkpointed for ``topic-partition``; :data:`NO_HW` if none.
+
+    A file caught mid-rename or torn by a crash reads as :data:`NO_HW` rather than raise:
+    a torn checkpoint is an observation of its own (Kafka would refuse to start on it).
+    """
+    path = Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT
+    try:
+        return read_offset_checkpoint(path).get((topic, partition), NO_HW)
+    except (FileNotFoundError, ValueError):
+        return NO_HW
+
+
+def stable_hw(
+    log_dir: Path,
+    topic: str,
+    partition: int,
+    timeout: float = 5.0,
+    poll: float = 0.02,
+) -> HwReading:
+    """A running broker's HW: wait for two fresh checkpoint writes in a row that agree.
+
+    Bounded on *stability*, never on a value: a broker whose HW keeps moving for
+    ``timeout`` seconds is returned as it last was, with ``stable=False``. The caller
+    compares the value with the model; this function does not know what to expect.
+    """
+    path = Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT
+    deadline = time.monotonic() + timeout
+    last_stamp = _stamp(path)
+    last_value: int | None = None
+    writes = 0
+    agreeing = 0
+    value = checkpointed_hw(log_dir, topic, partition)
+    while time.monotonic() < deadline:
+        stamp = _stamp(path)
+        if stamp is not None and stamp != last_stamp:
+            last_stamp = stamp
+            value = checkpointed_hw(log_dir, topic, partition)
+            writes += 1
+            agreeing = agreeing + 1 if value == last_value else 0
+            last_value = value
+            if agreeing >= 1:
+                return HwReading(value, True, writes)
+        time.sleep(poll)
+    return HwReading(value, False, writes)

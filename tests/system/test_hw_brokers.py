@@ -1,0 +1,67 @@
+"""Real brokers: the HW observed per step, the consumer oracle, and the mutation proof.
+
+The mutation test is the proof that the per-step HW check is not circular: a real run's
+observations (HWs the brokers checkpointed themselves) are judged again against a copy of
+the model's output with one HW changed, and the run must fail at exactly that step.
+Skips with the one-line reason when no Kafka release tree is configured.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from harness.checker.diff import Verdict
+from harness.checker.hw import judge_hw
+from harness.checker.realised import realised_hws
+from harness.db.catalogue.versions import resolve_version
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.trial import trial
+from tests.system.test_brokers import require
+
+pytestmark = pytest.mark.broker
+
+
+@pytest.mark.parametrize("version", ["0.10.2.1", "4.0.0"])
+def test_kip101_scenario1_hw_per_step_and_mutation(version: str, tmp_path: Path) -> None:
+    require(version)
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
+    info, prediction, verdict, _record = trial(
+        sc, resolve_version(version), "local", tmp_path / "run", "hw", progress=lambda m: None
+    )
+    assert verdict is not None, info.extra.get("failure")
+    folder = tmp_path / "run"
+    observations = [
+        SimpleNamespace(**o) for o in json.loads((folder / "observations.json").read_text())
+    ]
+    # every step has every replica's HW as its broker checkpointed it
+    assert len(observations) == len(sc.steps)
+    assert all(set(o.hw) == set(sc.brokers) for o in observations)
+    hw = verdict.hw
+    assert hw["source"] == "replication-offset-checkpoint"
+    assert hw["steps_compared"] == len(sc.steps)
+    # the writes into the brokers: none from the model (this scenario makes none at all)
+    assert json.loads((folder / "writes.json").read_text()) == []
+    # the consumer oracle: before 0.11 a consumer of B read m2, which A's election then lost
+    cons = verdict.consumer
+    read_lost = [x["record"] for x in cons["observed"]["read_then_lost"]]
+    assert read_lost == (["m2"] if version == "0.10.2.1" else []), cons["summary"]
+    assert cons["anomalies_as_predicted"], cons["summary"]
+
+    names = list(sc.brokers)
+    good = realised_hws(prediction)
+    for step in (2, 5, len(good)):
+        wrong = [list(row) for row in good]
+        wrong[step - 1][0] += 1  # A's HW after ``step``, one more than the model says
+        v = Verdict("match", True, [], [], [], [])
+        res = judge_hw(v, names, wrong, observations)
+        assert v.verdict == "model_mismatch" and not v.model_match
+        assert any(m.step == step and m.replica == "A" for m in res.mismatches)
+        if hw["steps_agreeing"] == hw["steps_compared"]:
+            # the run agreed everywhere: the planted step is the first and only mismatch
+            assert res.first is not None and res.first.step == step, v.reason
+            assert [m.step for m in res.mismatches] == [step]
+            assert f"step {step} (" in v.reason

@@ -1,0 +1,181 @@
+"""The per-step HW check and its source: each broker's own replication-offset-checkpoint.
+
+The mutation tests are the proof the check is not circular: a prediction with one HW
+changed must fail at exactly that step, naming the replica and both values.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.checker.diff import Verdict
+from harness.checker.hw import hw_check, judge_hw
+from harness.checker.realised import realised_hws
+from harness.generator.scenarios import load_scenario
+from harness.readback.checkpoints import write_offset_checkpoint
+from harness.readback.hw import NO_HW, checkpointed_hw, stable_hw
+from reference_model.run import run_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+CKPT = "replication-offset-checkpoint"
+
+
+@dataclass
+class Obs:
+    step: int
+    event: str
+    hw: dict[str, int]
+    leader: str = ""
+    leader_hw_wire: int = -1
+    hw_stable: dict[str, bool] = field(default_factory=dict)
+
+
+def _verdict() -> Verdict:
+    return Verdict("match", True, [], [], [], [])
+
+
+def test_checkpointed_hw_reads_the_partition_entry(tmp_path: Path) -> None:
+    write_offset_checkpoint(tmp_path / CKPT, {("hwchaos", 0): 7, ("other", 0): 3})
+    assert checkpointed_hw(tmp_path, "hwchaos", 0) == 7
+    assert checkpointed_hw(tmp_path, "hwchaos", 1) == NO_HW
+
+
+def test_checkpointed_hw_missing_or_torn_file_is_no_hw(tmp_path: Path) -> None:
+    assert checkpointed_hw(tmp_path, "hwchaos", 0) == NO_HW
+    (tmp_path / CKPT).write_text("0\n2\nhwchaos 0 5\n")  # count says 2, one entry: torn
+    assert checkpointed_hw(tmp_path, "hwchaos", 0) == NO_HW
+
+
+def _writer(path: Path, values: list[int], stop: threading.Event) -> None:
+    """Write a checkpoint like Kafka's timer: tmp + rename, one value per tick."""
+    for v in values:
+        if stop.wait(0.03):
+            return
+        write_offset_checkpoint(path, {("hwchaos", 0): v})
+
+
+def test_stable_hw_waits_for_two_fresh_writes_that_agree(tmp_path: Path) -> None:
+    path = tmp_path / CKPT
+    write_offset_checkpoint(path, {("hwchaos", 0): 0})
+    stop = threading.Event()
+    t = threading.Thread(target=_writer, args=(path, [1, 2, 3, 3, 3, 3, 3, 3], stop))
+    t.start()
+    try:
+        r = stable_hw(tmp_path, "hwchaos", 0, timeout=5.0, poll=0.005)
+    finally:
+        stop.set()
+        t.join()
+    assert (r.hw, r.stable) == (3, True)
+    assert r.writes >= 4
+
+
+def test_stable_hw_is_bounded_on_stability_not_on_a_value(tmp_path: Path) -> None:
+    """A file nobody rewrites (a broker that stopped checkpointing) is not 'stable'."""
+    write_offset_checkpoint(tmp_path / CKPT, {("hwchaos", 0): 4})
+    r = stable_hw(tmp_path, "hwchaos", 0, timeout=0.3)
+    assert (r.hw, r.stable, r.writes) == (4, False, 0)
+
+
+def _kip101() -> tuple[list[str], list[list[int]], list[Obs]]:
+    """kip101-scenario1 under 0.10.2.1, with observations equal to the model's HWs."""
+    sc = load_scenario(ROOT / "scenarios" / "kip101-scenario1.yaml")
+    pred = run_scenario(sc, "hw")
+    names = list(sc.brokers)
+    hws = realised_hws(pred)
+    obs = [
+        Obs(k, s.text, dict(zip(names, hws[k - 1], strict=True)))
+        for k, s in enumerate(pred.steps[1:], start=1)
+    ]
+    return names, hws, obs
+
+
+def test_observed_equal_to_the_model_agrees_at_every_step() -> None:
+    names, hws, obs = _kip101()
+    res = hw_check(names, hws, obs)
+    assert res.match and res.steps_compared == len(obs) == res.steps_agreeing
+
+
+def test_mutation_one_hw_changed_fails_at_that_step() -> None:
+    """One HW changed in a copy of the model's output: the run fails there, named."""
+    names, hws, obs = _kip101()
+    for step in range(1, len(hws) + 1):
+        for i, name in enumerate(names):
+            wrong = [list(row) for row in hws]
+            wrong[step - 1][i] += 1
+            v = _verdict()
+            res = judge_hw(v, names, wrong, obs)
+            assert v.verdict == "model_mismatch" and not v.model_match
+            assert res.first is not None
+            assert (res.first.step, res.first.replica) == (step, name)
+            assert v.first_differing_step == step
+            assert f"step {step} (" in v.reason and f"{name}'s HW" in v.reason
+
+
+def test_replica_without_a_checkpoint_entry_is_not_compared() -> None:
+    res = hw_check(["A", "B"], [[1, 1]], [Obs(1, "fetch A", {"A": -1, "B": 1})])
+    assert res.match and res.replicas_compared == 1
+
+
+def test_wire_and_checkpoint_disagreeing_on_the_leader_is_recorded() -> None:
+    obs = [Obs(1, "fetch A", {"A": 1, "B": 1}, leader="B", leader_hw_wire=2)]
+    res = hw_check(["A", "B"], [[1, 1]], obs)
+    assert res.wire_vs_checkpoint == [{"step": 1, "leader": "B", "wire": 2, "checkpoint": 1}]
+
+
+def test_realised_model_holds_the_follower_one_round_behind_the_leader() -> None:
+    """kip101-scenario1 on 0.10.2.1 as played: the leader's HW moves with the follower's
+    next Fetch (steps 2 and 5), the follower's only when it next runs (step 3); the
+    scenario's own fetch_request (step 7) finds that request already in flight. These are
+    the HWs the brokers checkpointed, step by step, in a local run on 0.10.2.1."""
+    _names, hws, _obs = _kip101()
+    a = [row[0] for row in hws]
+    b = [row[1] for row in hws]
+    assert a == [0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    assert b == [0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2]
+
+
+def test_as_played_ends_as_written_except_where_kafka_own_checkpoint_decides() -> None:
+    """The extra rounds and Kafka's own HW checkpoints mostly move HWs earlier: the final
+    logs are the scenario's own prediction, except in two pre-0.11 cells where a restart
+    truncates to the HW, and the HW the broker checkpointed itself is not the one the
+    scenario's explicit checkpoint steps left: kip279-fast-leader-change (B restarts with
+    HW 1 and keeps m3 rather than m2: a divergence) and kip966-last-replica-standing (B
+    keeps m1, and halts too)."""
+    from harness.checker.realised import differences, realised_run
+    from harness.generator.scenarios import catalogue
+
+    differ = set()
+    for path in catalogue():
+        sc = load_scenario(path)
+        for gen in ("0.10.2.1", "2.1.1", "3.3.1", "3.3.1-kraft", "4.0.0", "4.0.0-elr"):
+            pred = run_scenario(sc, gen)
+            if differences(pred, realised_run(pred)):
+                differ.add((sc.name, gen))
+    assert differ == {
+        ("kip279-fast-leader-change", "0.10.2.1"),
+        ("kip966-last-replica-standing", "0.10.2.1"),
+    }
+
+
+def test_a_crashed_broker_restarts_with_the_hw_it_checkpointed_itself() -> None:
+    """acks-all-min-isr2-one-crash on 0.10.2.1: no checkpoint step, yet the broker's own
+    timer wrote A's HW (2) before the crash; the restart reads 2 (as the brokers did)."""
+    from harness.checker.realised import realised_run
+
+    sc = load_scenario(ROOT / "scenarios" / "acks-all-min-isr2-one-crash.yaml")
+    pred = run_scenario(sc, "0.10.2.1")
+    assert pred.steps[11].state.replicas[0].hw == 0  # the scenario as written
+    assert realised_run(pred).steps[11].state.replicas[0].hw == 2
+
+
+def test_a_mismatch_says_why_when_the_controller_decided_otherwise() -> None:
+    """The step's observed ISR differs from the model's: named beside the HW values."""
+    obs = [Obs(1, "isr_shrink B", {"A": 2, "B": 1, "C": 1}, leader="A")]
+    obs[0].isr = ["A"]  # type: ignore[attr-defined]
+    res = hw_check(["A", "B", "C"], [[1, 1, 1]], obs, [("A", ["A", "C"])])
+    assert res.first is not None
+    assert "ISR is ['A'], the model's ['A', 'C']" in res.first.describe()
+    same = hw_check(["A", "B", "C"], [[1, 1, 1]], obs, [("A", ["A"])])
+    assert same.first is not None and same.first.hint == ""

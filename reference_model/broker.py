@@ -371,6 +371,11 @@ def fetch_request(cfg: Config, st: PartitionState, ev: Event, isr_expanded: IsrE
             return st, f"{name} halted: log truncation is not allowed (unclean election off)"
         st = with_replica(st, f, truncate(rep, len(lead.log)))
         return st, f"OffsetOutOfRange: {name} truncates to leader LEO {len(lead.log)}"
+    # ``readFromLocalLog`` reads the log, and the HW the answer carries, *before* the fetch
+    # offset is counted (``initialHighWatermark``: 0.10.2.1 and 2.1.1 ``ReplicaManager.
+    # readFromLocalLog`` ahead of ``updateFollowerLogReadResults``; 3.3.1 and 4.0
+    # ``Partition.readRecords`` ahead of ``updateFollowerFetchState``).
+    hw_read = lead.hw
     remote = list(lead.remote_leo)
     remote[f] = fetch_offset
     lead = lead._replace(remote_leo=tuple(remote))
@@ -388,7 +393,11 @@ def fetch_request(cfg: Config, st: PartitionState, ev: Event, isr_expanded: IsrE
         lead = lead._replace(isr=lead.isr | {f})
         st = with_controller(st, isr_expanded(cfg, ctrl, lead.isr))
     lead = leader_hw(cfg, lead, l_idx)
-    resp = FetchResponse(l_idx, lead.epoch, fetch_offset, lead.log[fetch_offset:], lead.hw)
+    entries = lead.log[fetch_offset:]
+    # An answer carrying records goes out at once (replica.fetch.min.bytes=1) with the HW
+    # read before this fetch moved it; an empty one is parked (``DelayedFetch``) and its
+    # ``onComplete`` reads the log again, after the move.
+    resp = FetchResponse(l_idx, lead.epoch, fetch_offset, entries, hw_read if entries else lead.hw)
     st = with_inflight(st, l_idx, lead, f, resp)
     return complete_writes(cfg, st), note
 

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from explorer.symmetry import (
     FIELDS,
+    LINK_SET,
     PLAIN,
     REPLICA,
     REPLICA_SET,
@@ -90,13 +91,19 @@ class Canonicaliser:
         self._ids_writes: dict[Any, int] = {}
         ps_names = tuple(ps_fields)
         if ps_names[:4] != ("replicas", "controller", "inflight", "writes") or any(
-            FIELDS["PartitionState"][f] != PLAIN for f in ps_names[4:]
+            FIELDS["PartitionState"][f] not in (PLAIN, LINK_SET) for f in ps_names[4:]
         ):
             raise ValueError(
                 "explorer compact keys: PartitionState must start with replicas, controller, "
-                f"inflight, writes and hold only plain fields after them, not {ps_names}"
+                f"inflight, writes and hold only plain fields or link sets after them, "
+                f"not {ps_names}"
             )
         self._rest_start = 4
+        # link-set fields after writes (cuts): relabelled like key() does, not copied
+        self._link_fields = [
+            i for i, f in enumerate(ps_names) if FIELDS["PartitionState"][f] == LINK_SET
+        ]
+        self._tr_links = _build_field_transform(LINK_SET)
         writes_kind = FIELDS["PartitionState"]["writes"]
         self._tr_writes = _build_field_transform(writes_kind)
 
@@ -196,7 +203,11 @@ class Canonicaliser:
             ids = self._ids_writes
             c = memo[mk] = ids.setdefault(t, len(ids))
         out.append(c)
-        out.extend(st[self._rest_start :])
+        rest = list(st[self._rest_start :])
+        for i in self._link_fields:
+            if st[i]:
+                rest[i - self._rest_start] = self._tr_links(st[i], pm, inv, rmap)
+        out.extend(rest)
         return tuple(out)
 
     def _orders(self, st: PartitionState) -> list[tuple[int, ...]]:

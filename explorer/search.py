@@ -45,7 +45,7 @@ from explorer.fast_replace import fast_replace
 from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
 from explorer.symmetry_runtime import clear_cache
-from reference_model.events import Event
+from reference_model.events import CONTROLLER_NODE, ZOOKEEPER_NODE, Event
 from reference_model.prevention import PREVENTABLE, prevented
 from reference_model.profiles import Generation
 from reference_model.scenario import Scenario
@@ -66,6 +66,11 @@ class Bounds:
     split_fetch: bool = False
     delayed_leader_and_isr: bool = False
     isr_shrink: bool = True
+    # The harness's other steps (issue 22), all off by default:
+    partitions: int = 0  # links cut at once: broker to controller, ZooKeeper, other broker
+    one_way: bool = False  # also cut one direction only (else both ways)
+    failover: bool = False  # controller_failover while something is queued or held back
+    clean_shutdown: bool = False  # controlled shutdown (counts against ``crashes``)
 
 
 @dataclass
@@ -154,19 +159,52 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
                         yield _event("detect", i, hold=h)
         if i in ctrl.held:
             yield _event("leader_and_isr", i)
+        if b.clean_shutdown and r.alive and not r.paused and st.crashes < b.crashes:
+            yield _event("clean_shutdown", i)
+    if b.partitions:
+        yield from _network_events(b, st, n)
+    if b.failover and not gen.kraft and (ctrl.queued or ctrl.held):
+        # controller_failover names the broker that misses what was queued for it
+        missing = sorted({q.broker for q in ctrl.queued} | ctrl.held)
+        yield _event("controller_failover", missing[0])
 
 
-_EVENTS: Final[dict[tuple[str, int, str, frozenset[int]], Event]] = {}
+def _network_events(b: Bounds, st: PartitionState, n: int) -> Iterator[Event]:
+    """partition/heal: each broker's link to the controller, ZooKeeper and every other
+    broker, cut both ways (and one way with ``one_way``) while fewer than
+    ``b.partitions`` node pairs are cut; each cut link healed on its own."""
+    cut_pairs = {frozenset(link) for link in st.cuts}
+    for link in sorted(st.cuts):
+        yield _event("heal", link[0] if link[0] >= 0 else link[1], links=frozenset({link}))
+    if len(cut_pairs) >= b.partitions:
+        return
+    for i in range(n):
+        if not st.replicas[i].alive:
+            continue
+        for node in (CONTROLLER_NODE, ZOOKEEPER_NODE, *range(i + 1, n)):
+            if frozenset({i, node}) in cut_pairs:
+                continue
+            yield _event("partition", i, links=frozenset({(i, node), (node, i)}))
+            if b.one_way:
+                yield _event("partition", i, links=frozenset({(i, node)}))
+                yield _event("partition", i, links=frozenset({(node, i)}))
+
+
+_EVENTS: Final[dict[tuple[str, int, str, frozenset[int], frozenset[tuple[int, int]]], Event]] = {}
 
 
 def _event(
-    kind: str, replica: int = -1, record: str = "", hold: frozenset[int] = frozenset()
+    kind: str,
+    replica: int = -1,
+    record: str = "",
+    hold: frozenset[int] = frozenset(),
+    links: frozenset[tuple[int, int]] = frozenset(),
 ) -> Event:
     """Interned events: the alphabet is tiny and rebuilt for every state."""
-    k = (kind, replica, record, hold)
+    k = (kind, replica, record, hold, links)
     ev = _EVENTS.get(k)
     if ev is None:
-        ev = _EVENTS[k] = Event(kind, replica, record, hold=hold)
+        ev = _EVENTS[k] = Event(kind, replica, record, hold=hold, links=links)
     return ev
 
 

@@ -48,6 +48,9 @@ REPLICA = Kind("replica")  # one replica index, or a negative sentinel (NO_LEADE
 REPLICA_SET = Kind("replica_set")  # frozenset of replica indices
 PER_REPLICA_PLAIN = Kind("per_replica_plain")  # tuple indexed by replica, plain elements
 RECORD = Kind("record")  # one record id
+# frozenset of directed links (src, dst): broker indices, or negative network nodes
+# (controller, ZooKeeper, client) that no renaming touches (PartitionState.cuts)
+LINK_SET = Kind("link_set")
 
 
 def nested(cls: str) -> Kind:
@@ -100,6 +103,13 @@ FIELDS: dict[str, dict[str, Kind]] = {
         "held": REPLICA_SET,
         "elr": REPLICA_SET,  # KIP-966 EligibleLeaderReplicas
         "last_known_elr": REPLICA_SET,  # KIP-966 LastKnownElr
+        "queued": seq("QueuedLeaderAndIsr"),  # ZooKeeper controller queue, oldest first
+    },
+    "QueuedLeaderAndIsr": {
+        "broker": REPLICA,
+        "leader": REPLICA,
+        "epoch": PLAIN,
+        "isr": REPLICA_SET,
     },
     "FetchResponse": {
         "leader": REPLICA,
@@ -122,9 +132,8 @@ FIELDS: dict[str, dict[str, Kind]] = {
         "writes": multiset("Write"),
         "crashes": PLAIN,
         "power_losses": PLAIN,
-        # Always empty in explored states: the explorer generates no partition/heal events
-        # (a non-empty link set would need renaming its broker indices).
-        "cuts": PLAIN,
+        # partition/heal (``Bounds.partitions``): each link's broker ends are renamed
+        "cuts": LINK_SET,
     },
 }
 
@@ -186,6 +195,8 @@ def _field_expr(kind: Kind, v: str, prefix: str = "enc_") -> str:
         return f"(pm[{v}] if {v} >= 0 else {v})"
     if tag == "replica_set":
         return f"_mask({v}, pm)"
+    if tag == "link_set":
+        return f"tuple(sorted([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in {v}]))"
     if tag == "per_replica_plain":
         return f"tuple([{v}[k] for k in inv])"
     if tag == "record":
@@ -356,6 +367,8 @@ def _transform_expr(kind: Kind, v: str) -> str:
         return f"(pm[{v}] if {v} >= 0 else {v})"
     if tag == "replica_set":
         return f"frozenset([pm[j] for j in {v}])"
+    if tag == "link_set":
+        return f"frozenset([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in {v}])"
     if tag == "per_replica_plain":
         return f"tuple([{v}[k] for k in inv])"
     if tag == "record":

@@ -33,6 +33,12 @@ KINDS: dict[str, tuple[bool, bool, bool, str]] = {
     "elect": (True, False, False, "controller elects this broker (preferred/forced election)"),
     "isr_shrink": (True, False, False, "leader drops a lagging follower from the ISR"),
     "leader_and_isr": (True, False, False, "a held-back LeaderAndIsr reaches the broker"),
+    "controller_failover": (
+        True,
+        False,
+        False,
+        "the controller fails over: this broker misses what was queued for it",
+    ),
     "stale_checkpoint": (True, False, True, "overwrite replication-offset-checkpoint with HW"),
     "partition": (True, False, False, "cut network links from one node to others (iptables)"),
     "heal": (True, False, False, "restore the cut links of a node (or every link: all)"),

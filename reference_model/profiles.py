@@ -82,6 +82,7 @@ class Generation:
     kraft_unclean_from_config: bool = False  # KAFKA-12670 (KRaft honours the config, 3.9)
     elr: bool = False  # KIP-966 Eligible Leader Replicas
     unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
+    controller_queue: bool = False  # ZooKeeper ControllerChannelManager: queued, in order
     # Prevention rules (``reference_model.prevention``): they change no transition; they say
     # which steps the broker version makes impossible.
     session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
@@ -109,10 +110,11 @@ def build(name: str, kafka: str, rules: frozenset[str], mode: str) -> Generation
     return Generation(name=name, kafka_versions=kafka, mode=mode, rules=rules, **flags)
 
 
-# Prevention rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
+# Rules every ZooKeeper-mode release has (the eras are ZooKeeper mode).
 _ZK_ALWAYS = (
     "session_expiry_needs_cut",
     "unclean_election_needs_offline",
+    "controller_queue",
 )
 
 
@@ -344,6 +346,19 @@ RULES: dict[str, Rule] = {
             boundary="scenarios/kip966-last-replica-standing.yaml",
         ),
         # ------------------------------------------------------------ prevention rules
+        Rule(
+            "controller_queue",
+            "ZooKeeper controller's request queue per broker (every ZooKeeper release)",
+            ("0.10.0.0",),
+            "kafka.controller.ControllerChannelManager (messageQueue, "
+            "RequestSendThread.doWork retries until the broker answers; removeBroker, "
+            "onControllerResignation drop it); ReplicaManager.becomeLeaderOrFollower",
+            "LeaderAndIsr a broker cannot hear is queued and processed in order when it can; "
+            "lost only on session expiry or controller failover",
+            mode="zk",
+            boundary="scenarios/controller-queue-two-leader-changes.yaml, "
+            "scenarios/controller-failover-missed-change.yaml",
+        ),
         Rule(
             "session_expiry_needs_cut",
             "ZooKeeper session / KRaft broker heartbeat (every release)",

@@ -63,6 +63,19 @@ class Replica(NamedTuple):
         return self.epochs[-1][0] if self.epochs else UNDEFINED
 
 
+class QueuedLeaderAndIsr(NamedTuple):
+    """A LeaderAndIsr waiting in the ZooKeeper controller's queue for one broker.
+
+    ``ControllerChannelManager`` keeps one queue per live broker (see
+    ``reference_model.controller_queue``): the decision as it was when it was made.
+    """
+
+    broker: int  # the broker it is for
+    leader: int
+    epoch: int
+    isr: frozenset[int]
+
+
 class Controller(NamedTuple):
     """The controller's view, i.e. what ZooKeeper (or KRaft) holds for the partition.
 
@@ -78,6 +91,9 @@ class Controller(NamedTuple):
     held: frozenset[int] = frozenset()  # brokers whose LeaderAndIsr is delayed in the network
     elr: frozenset[int] = frozenset()  # KIP-966 EligibleLeaderReplicas (KRaft + ELR only)
     last_known_elr: frozenset[int] = frozenset()  # KIP-966 LastKnownElr: the last leader
+    # ZooKeeper mode: LeaderAndIsr requests waiting for a broker that cannot hear the
+    # controller now, oldest first (rule ``controller_queue``).
+    queued: tuple[QueuedLeaderAndIsr, ...] = ()
 
 
 class FetchResponse(NamedTuple):
@@ -167,13 +183,16 @@ def with_inflight(
 ) -> PartitionState:
     """``st`` with replica ``i`` replaced by ``rep`` (unless None) and follower ``f``'s
     in-flight fetch response by ``resp``; ``st`` itself when nothing changes."""
+    replicas = st.replicas
     if rep is not None:
-        st = with_replica(st, i, rep)
+        reps = list(replicas)
+        reps[i] = rep
+        replicas = tuple(reps)
     if st.inflight[f] is resp:
-        return st
+        return st if rep is None else st._replace(replicas=replicas)
     inflight = list(st.inflight)
     inflight[f] = resp
-    return st._replace(inflight=tuple(inflight))
+    return st._replace(replicas=replicas, inflight=tuple(inflight))
 
 
 def with_controller(st: PartitionState, ctrl: Controller) -> PartitionState:

@@ -26,12 +26,13 @@ from collections.abc import Callable
 from typing import Final
 
 from reference_model import broker
+from reference_model import controller_queue as cq
 from reference_model.broker import OK, Outcome, complete_writes, reachable
 from reference_model.controller import EVERY_LIVE, JOINED, NOBODY, ControllerRules, Decisions
 from reference_model.controller import kraft as kraft_controller
 from reference_model.controller import zk as zk_controller
 from reference_model.cuts import controller_cut, session_cut, session_node
-from reference_model.events import NODE_NAMES, Event
+from reference_model.events import CONTROLLER_NODE, NODE_NAMES, Event
 from reference_model.state import NO_LEADER, Config, PartitionState, with_controller, with_replica
 
 
@@ -62,8 +63,10 @@ def deliver(cfg: Config, st: PartitionState) -> PartitionState:
             cut.add(j)
         if rep.paused or j in ctrl.held or j in cut:
             still.add(j)
+            # ZooKeeper mode: queued behind what j has not heard yet (controller_queue).
+            st = with_controller(st, cq.enqueue(cfg, st.controller, j))
             continue
-        st = broker.become_leader_or_follower(cfg, st, j)
+        st = cq.drain(cfg, st, j, broker.become_leader_or_follower)
     out = st.controller._replace(pending=frozenset(still))
     if cut:
         out = out._replace(held=out.held | cut)
@@ -123,6 +126,9 @@ def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     if st.replicas[i].alive:
         return st, f"{cfg.brokers[i]} is already running"
     st = broker.start(cfg, st, i)
+    # The old process's connection is gone: the harness plays a restart the controller did
+    # not notice by failing the controller over, which drops every queue (controller_queue).
+    st = with_controller(st, cq.drop(st.controller, frozenset({i})))
     if st.cuts and session_cut(cfg, st.cuts, i):
         # The process runs but cannot register (no ZooKeeper session / no
         # BrokerRegistration reaches the quorum): it registers when the cut heals.
@@ -169,6 +175,8 @@ def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 
 
 def _broker_failed(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
+    # removeBroker: the controller's channel to i, and its queue, end with the session.
+    st = with_controller(st, cq.drop(st.controller, frozenset({i})))
     return record(cfg, st, controller_of(cfg).broker_failed(cfg, st.controller, i), hold)
 
 
@@ -237,6 +245,30 @@ def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
         return st, f"{cfg.brokers[i]} is still cut from the controller: LeaderAndIsr waits"
     st = with_controller(st, ctrl._replace(held=ctrl.held - {i}))
     return deliver(cfg, st), OK
+
+
+def _controller_failover(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
+    """Controllership moves (ZooKeeper mode): what the old controller queued is lost.
+
+    ``onControllerResignation`` shuts the old ``ControllerChannelManager`` down with its
+    queues; the new controller's ``onControllerFailover`` reads the partition state from
+    ZooKeeper and sends every live broker the current LeaderAndIsr
+    (``ReplicaStateMachine.startup``). The controller node is another broker from then on,
+    so cuts of the old one no longer hold anything back. KRaft: the quorum's metadata log
+    survives a failover and brokers fetch it from where they stopped; nothing is missed.
+    """
+    name = cfg.brokers[ev.replica]
+    if cfg.generation.kraft:
+        return st, "KRaft: the metadata log survives a controller failover; nothing missed"
+    ctrl = st.controller
+    missed = len(cq.queued_for(ctrl, ev.replica))
+    st = st._replace(cuts=frozenset(c for c in st.cuts if CONTROLLER_NODE not in c))
+    ctrl = cq.drop(ctrl)._replace(held=frozenset(), pending=ctrl.live)
+    st = deliver(cfg, with_controller(st, ctrl))
+    return complete_writes(cfg, st), (
+        f"controller failed over: {name} missed {missed} queued LeaderAndIsr; "
+        "the new controller sent the current state"
+    )
 
 
 # ---------------------------------------------------------------------- the network
@@ -313,6 +345,7 @@ HANDLERS: Final[dict[str, Callable[[Config, PartitionState, Event], Outcome]]] =
     "elect": _elect,
     "isr_shrink": _isr_shrink,
     "leader_and_isr": _leader_and_isr,
+    "controller_failover": _controller_failover,
     "stale_checkpoint": broker.stale_checkpoint,
     "partition": _partition,
     "heal": _heal,

@@ -20,15 +20,17 @@ from reference_model.state import (
     FetchResponse,
     LogEntry,
     PartitionState,
+    QueuedLeaderAndIsr,
     Replica,
     Write,
 )
 
-SIGNATURE: Final = "1a699531e08edb9c42aaa2eb816e842560d59a0886c92dd44b81421c792f3e95"
+SIGNATURE: Final = "5895b1d9a96f11b978e073809214e7929a8eab12641793de9da73e59971ee79a"
 _new: Final = tuple.__new__
 order_LogEntry: Final = _record_order_key(1)
 order_Replica: Final = repr
 order_Controller: Final = repr
+order_QueuedLeaderAndIsr: Final = repr
 order_FetchResponse: Final = repr
 order_Write: Final = _record_order_key(0)
 order_PartitionState: Final = repr
@@ -83,7 +85,21 @@ def enc_Controller(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
     f6 = _mask(x, pm)
     x = o[7]
     f7 = _mask(x, pm)
-    t = (f0, f1, f2, f3, f4, f5, f6, f7)
+    x = o[8]
+    f8 = tuple([enc_QueuedLeaderAndIsr(e, pm, inv, rf) for e in x])
+    t = (f0, f1, f2, f3, f4, f5, f6, f7, f8)
+    return t
+
+
+def enc_QueuedLeaderAndIsr(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
+    x = o[0]
+    f0 = pm[x] if x >= 0 else x
+    x = o[1]
+    f1 = pm[x] if x >= 0 else x
+    f2 = o[2]
+    x = o[3]
+    f3 = _mask(x, pm)
+    t = (f0, f1, f2, f3)
     return t
 
 
@@ -122,7 +138,8 @@ def enc_PartitionState(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
     f3 = _sorted_ms(x, enc_Write, pm, inv, rf)
     f4 = o[4]
     f5 = o[5]
-    f6 = o[6]
+    x = o[6]
+    f6 = tuple(sorted([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in x]))
     t = (f0, f1, f2, f3, f4, f5, f6)
     return t
 
@@ -176,7 +193,21 @@ def encn_Controller(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
     f6 = _mask(x, pm)
     x = o[7]
     f7 = _mask(x, pm)
-    t = (f0, f1, f2, f3, f4, f5, f6, f7)
+    x = o[8]
+    f8 = tuple([encn_QueuedLeaderAndIsr(e, pm, inv, rf) for e in x])
+    t = (f0, f1, f2, f3, f4, f5, f6, f7, f8)
+    return t
+
+
+def encn_QueuedLeaderAndIsr(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
+    x = o[0]
+    f0 = pm[x] if x >= 0 else x
+    x = o[1]
+    f1 = pm[x] if x >= 0 else x
+    f2 = o[2]
+    x = o[3]
+    f3 = _mask(x, pm)
+    t = (f0, f1, f2, f3)
     return t
 
 
@@ -215,7 +246,8 @@ def encn_PartitionState(o: Any, pm: Any, inv: Any, rf: Any) -> Any:
     f3 = tuple([encn_Write(e, pm, inv, rf) for e in x])
     f4 = o[4]
     f5 = o[5]
-    f6 = o[6]
+    x = o[6]
+    f6 = tuple(sorted([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in x]))
     t = (f0, f1, f2, f3, f4, f5, f6)
     return t
 
@@ -269,8 +301,22 @@ def tr_Controller(o: Any, pm: Any, inv: Any, rn: Any) -> Any:
     f6 = frozenset([pm[j] for j in x])
     x = o[7]
     f7 = frozenset([pm[j] for j in x])
-    t = (f0, f1, f2, f3, f4, f5, f6, f7)
+    x = o[8]
+    f8 = tuple([tr_QueuedLeaderAndIsr(e, pm, inv, rn) for e in x])
+    t = (f0, f1, f2, f3, f4, f5, f6, f7, f8)
     return _new(Controller, t)
+
+
+def tr_QueuedLeaderAndIsr(o: Any, pm: Any, inv: Any, rn: Any) -> Any:
+    x = o[0]
+    f0 = pm[x] if x >= 0 else x
+    x = o[1]
+    f1 = pm[x] if x >= 0 else x
+    f2 = o[2]
+    x = o[3]
+    f3 = frozenset([pm[j] for j in x])
+    t = (f0, f1, f2, f3)
+    return _new(QueuedLeaderAndIsr, t)
 
 
 def tr_FetchResponse(o: Any, pm: Any, inv: Any, rn: Any) -> Any:
@@ -310,6 +356,7 @@ def tr_PartitionState(o: Any, pm: Any, inv: Any, rn: Any) -> Any:
     f3 = _ordered_ms(x, tr_Write, pm, inv, rn, order_Write)
     f4 = o[4]
     f5 = o[5]
-    f6 = o[6]
+    x = o[6]
+    f6 = frozenset([(pm[a] if a >= 0 else a, pm[b] if b >= 0 else b) for a, b in x])
     t = (f0, f1, f2, f3, f4, f5, f6)
     return _new(PartitionState, t)

@@ -18,6 +18,7 @@ from reference_model.state import (
     FetchResponse,
     LogEntry,
     PartitionState,
+    QueuedLeaderAndIsr,
     Replica,
     Write,
 )
@@ -91,6 +92,28 @@ class _Replica:
 
 
 @mypyc_attr(native_class=False)
+class _QueuedLeaderAndIsr:
+    def _replace(
+        self: Any,
+        *,
+        broker: Any = _M,
+        leader: Any = _M,
+        epoch: Any = _M,
+        isr: Any = _M,
+    ) -> Any:
+        o: tuple[Any, ...] = self
+        return _new(
+            QueuedLeaderAndIsr,
+            (
+                o[0] if broker is _M else broker,
+                o[1] if leader is _M else leader,
+                o[2] if epoch is _M else epoch,
+                o[3] if isr is _M else isr,
+            ),
+        )
+
+
+@mypyc_attr(native_class=False)
 class _Controller:
     def _replace(
         self: Any,
@@ -103,6 +126,7 @@ class _Controller:
         held: Any = _M,
         elr: Any = _M,
         last_known_elr: Any = _M,
+        queued: Any = _M,
     ) -> Any:
         o: tuple[Any, ...] = self
         return _new(
@@ -116,6 +140,7 @@ class _Controller:
                 o[5] if held is _M else held,
                 o[6] if elr is _M else elr,
                 o[7] if last_known_elr is _M else last_known_elr,
+                o[8] if queued is _M else queued,
             ),
         )
 
@@ -272,6 +297,12 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "leader_start",
         "unclean_stop",
     ),
+    "QueuedLeaderAndIsr": (
+        "broker",
+        "leader",
+        "epoch",
+        "isr",
+    ),
     "Controller": (
         "leader",
         "epoch",
@@ -281,6 +312,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "held",
         "elr",
         "last_known_elr",
+        "queued",
     ),
     "FetchResponse": (
         "leader",
@@ -325,6 +357,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
 METHODS: dict[str, Any] = {
     "LogEntry": _LogEntry.__dict__["_replace"],
     "Replica": _Replica.__dict__["_replace"],
+    "QueuedLeaderAndIsr": _QueuedLeaderAndIsr.__dict__["_replace"],
     "Controller": _Controller.__dict__["_replace"],
     "FetchResponse": _FetchResponse.__dict__["_replace"],
     "Write": _Write.__dict__["_replace"],

@@ -44,6 +44,9 @@ class Verdict:
     # The consumer oracle (harness.checker.consumer.consumer_verdict): reads against the
     # model, and Jepsen-style anomalies observed and predicted.
     consumer: dict[str, Any] = field(default_factory=dict)
+    # Brokers that exited on their own (harness.generator.playbook.halts.Halt.to_json): the
+    # step each was seen at, its fatal log line, the model's step of it (None: unpredicted).
+    halts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def checkpoint_mismatches(self) -> list[str]:

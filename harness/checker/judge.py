@@ -52,9 +52,18 @@ def log_frames(prediction: RunResult, record: RunRecord) -> tuple[pd.DataFrame, 
 
 
 def lost_acked(record: RunRecord) -> list[str]:
-    """Acknowledged records not at their acknowledged offset on the final leader's disk."""
+    """Acknowledged records not at their acknowledged offset on the final leader's disk.
+
+    An offline partition is judged on the replica a clean election would pick when it
+    returns, as the model's ``effective_leader`` does: the first ISR member, or under KIP-966
+    with an empty ISR the first eligible leader replica the controller recorded (without it
+    a run where ELR members kept every write read as losing them all: kip320-zombie-follower
+    on 4.0.0-elr ends with ISR [] and ELR [A, B]).
+    """
     final = record.final
-    leader = final.get("leader") or (final.get("isr") or [None])[0]
+    leader = (
+        final.get("leader") or (final.get("isr") or [None])[0] or (final.get("elr") or [None])[0]
+    )
     lead_log = {o: r for o, _e, r in record.logs.get(leader or "", [])}
     return [
         rec
@@ -115,6 +124,17 @@ def judge(prediction: RunResult, record: RunRecord) -> Verdict | None:
     if sorted(seen) != sorted(pj["outcomes"]):
         verdict.model_match = False
         verdict.verdict = "model_mismatch"
+    verdict.halts = list(record.final.get("halts", []))
+    unpredicted = [h for h in verdict.halts if not h["predicted"]]
+    if unpredicted:
+        # A broker that stopped itself where the model has it running is a diff, named by
+        # the step it was seen at and the broker's own fatal line (playbook/halts.py).
+        verdict.model_match = False
+        verdict.verdict = "model_mismatch"
+        verdict.reason = "; ".join(
+            f"step {h['step']}: {h['broker']} exited, not predicted: {h['line']}"
+            for h in unpredicted
+        )
     if record.stop_before is not None:
         verdict.prevented_step, verdict.prevented_reason = record.stop_before
         verdict.harness_note = record.harness_note

@@ -39,13 +39,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--delayed-leader-and-isr",
         action="store_true",
-        help="let LeaderAndIsr reach brokers late (zombie orderings)",
+        help="held controller requests: let LeaderAndIsr reach brokers late (zombie "
+        "orderings; ZooKeeper mode queues them, controller_queue)",
+    )
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=0,
+        help="network partitions: up to N links cut at once (a broker to the controller, "
+        "ZooKeeper or another broker; both ways), each healed on its own (default 0)",
+    )
+    p.add_argument(
+        "--one-way", action="store_true", help="with --partitions: also cut one direction only"
+    )
+    p.add_argument(
+        "--failover",
+        action="store_true",
+        help="controller failover (ZooKeeper mode) while a LeaderAndIsr is queued or held: "
+        "the broker misses it",
+    )
+    p.add_argument(
+        "--clean-shutdown",
+        action="store_true",
+        help="controlled shutdowns (counted against --crashes)",
     )
     p.add_argument(
         "--no-checkpoint", action="store_true", help="leave HW checkpoints out of the alphabet"
     )
     p.add_argument(
-        "--split-fetch", action="store_true", help="fetch request and response as separate events"
+        "--split-fetch",
+        action="store_true",
+        help="split fetch: request sent, response delivered later (possibly after the "
+        "follower's leader epoch changed)",
     )
     p.add_argument(
         "--no-symmetry", action="store_true", help="no reduction over interchangeable replicas"
@@ -136,6 +161,10 @@ def run(args: argparse.Namespace) -> int:
         checkpoints=not args.no_checkpoint,
         split_fetch=args.split_fetch,
         delayed_leader_and_isr=args.delayed_leader_and_isr,
+        partitions=args.partitions,
+        one_way=args.one_way,
+        failover=args.failover,
+        clean_shutdown=args.clean_shutdown,
     )
     reductions = Reductions(
         symmetry=not args.no_symmetry,

@@ -94,7 +94,7 @@ def needs(scenario: Scenario, prediction: RunResult | None = None) -> NetworkNee
             lag_on |= {names[lead]} if 0 <= lead < len(names) else set(names)
         needed = (
             ev.kind in NETWORK_KINDS
-            or (ev.kind == "detect" and bool(ev.hold))
+            or bool(ev.hold)  # detect/elect/restart with hold: the controller link is cut
             or (ev.kind == "produce" and ev.replica >= 0)
         )
         if needed:

@@ -48,7 +48,8 @@ class RunRecord:
     epoch_files: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     # Per record id: the producer's report (status acked/refused/failed/pending, offset).
     deliveries: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # The controller's final word: leader, leader_epoch, isr; brokers that halted by themselves.
+    # The controller's final word: leader, leader_epoch, isr, elr (KIP-966); brokers that
+    # halted by themselves.
     final: dict[str, Any] = field(default_factory=dict)
     # (step, reason): the step the *prediction* says this version refuses; the run stops
     # before it (status ``prevented`` once it got there).

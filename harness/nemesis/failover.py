@@ -62,7 +62,10 @@ def prepare(cluster: Cluster, prediction: RunResult) -> bool:
     Call before the cluster starts. True when a spare was added (a mode without such a
     failover, KRaft, adds none).
     """
-    if not unnoticed_restarts(prediction):
+    failovers = any(
+        ev.kind == "controller_failover" for step in prediction.steps for ev in step.events
+    )
+    if not unnoticed_restarts(prediction) and not failovers:
         return False
     return cluster.mode.add_spare_controller(cluster, free_port())
 

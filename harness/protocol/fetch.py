@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.protocol.wire import WireError, _header, _Reader, _roundtrip, _string
-from harness.readback.logformat import SegmentReadResult, _read_batches
+from harness.readback.batches import SegmentReadResult, read_batches
 
 FETCH = 1
 CONSUMER = -1
@@ -106,7 +106,7 @@ def fetch(
             r.pos += max(size, 0)
             if name == topic and pid == partition:
                 res = SegmentReadResult(Path(f"fetch:{host}:{port}"))
-                _read_batches(bytes(data), False, res)  # a partial last batch is normal
+                read_batches(bytes(data), False, res)  # a partial last batch is normal
                 return FetchAnswer(
                     err, hw, [(rec.offset, rec.record_id) for rec in res.records]
                 )

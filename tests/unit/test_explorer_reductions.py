@@ -49,6 +49,12 @@ CASES = [
     ("hw", Bounds(replicas=3, records=1, crashes=1)),
     ("kip279", Bounds(records=1, split_fetch=True)),
     ("kip101", Bounds(records=1, crashes=1, delayed_leader_and_isr=True)),
+    # the harness's other steps (issue 22): cuts (their links renamed by the symmetry),
+    # held requests with the controller failing over, controlled shutdowns
+    ("hw", Bounds(records=1, crashes=1, partitions=1)),
+    ("kip320", Bounds(records=1, crashes=1, partitions=1, one_way=True)),
+    ("kip101", Bounds(records=2, crashes=1, delayed_leader_and_isr=True, failover=True)),
+    ("hw", Bounds(records=2, crashes=1, clean_shutdown=True)),
 ]
 
 
@@ -136,6 +142,12 @@ def _sample_states(
 
 def test_canonical_key_is_invariant_under_replica_permutation_and_record_renaming() -> None:
     states = _sample_states("kip320", Bounds(replicas=3, records=2, crashes=1), 3000)
+    # cut links (broker ends renamed) and controller queues (brokers renamed)
+    cut = _sample_states("hw", Bounds(replicas=3, records=1, crashes=0, partitions=1), 2000)
+    held = Bounds(replicas=3, records=1, crashes=1, delayed_leader_and_isr=True)
+    queued = [s for s in _sample_states("hw", held, 3000) if s.controller.queued]
+    assert any(s.cuts for s in cut) and queued
+    states += [s for s in cut if s.cuts] + queued
     canon = Canonicaliser(3, symmetry=True, record_renaming=True)
     tr = _build_transforms()["PartitionState"]
     perms = [(0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)]
@@ -233,6 +245,8 @@ def test_compact_key_partitions_states_exactly_like_the_canonical_state(
     samples = [
         (3, _sample_states("kip320", Bounds(replicas=3, records=2, crashes=1), 4000)),
         (2, _sample_states("kip279", Bounds(records=2, split_fetch=True), 2000)),
+        # every state of the first six levels (a set's order must not pick the sample)
+        (3, _sample_states("hw", Bounds(replicas=3, records=2, partitions=1), 10**5, levels=6)),
     ]
     for n, states in samples:
         canon = Canonicaliser(n, symmetry=symmetry, record_renaming=renaming)

@@ -138,11 +138,10 @@ def test_realised_model_holds_the_follower_one_round_behind_the_leader() -> None
 
 def test_as_played_ends_as_written_except_where_kafka_own_checkpoint_decides() -> None:
     """The extra rounds and Kafka's own HW checkpoints mostly move HWs earlier: the final
-    logs are the scenario's own prediction, except in two pre-0.11 cells where a restart
+    logs are the scenario's own prediction, except in one pre-0.11 cell where a restart
     truncates to the HW, and the HW the broker checkpointed itself is not the one the
     scenario's explicit checkpoint steps left: kip279-fast-leader-change (B restarts with
-    HW 1 and keeps m3 rather than m2: a divergence) and kip966-last-replica-standing (B
-    keeps m1, and halts too)."""
+    HW 1 and keeps m3 rather than m2: a divergence)."""
     from harness.checker.realised import differences, realised_run
     from harness.generator.scenarios import catalogue
 
@@ -153,10 +152,7 @@ def test_as_played_ends_as_written_except_where_kafka_own_checkpoint_decides() -
             pred = run_scenario(sc, gen)
             if differences(pred, realised_run(pred)):
                 differ.add((sc.name, gen))
-    assert differ == {
-        ("kip279-fast-leader-change", "0.10.2.1"),
-        ("kip966-last-replica-standing", "0.10.2.1"),
-    }
+    assert differ == {("kip279-fast-leader-change", "0.10.2.1")}
 
 
 def test_a_crashed_broker_restarts_with_the_hw_it_checkpointed_itself() -> None:

@@ -77,6 +77,33 @@ def test_a_write_the_leader_kept_is_not_lost(tmp_path: Path) -> None:
     assert (v.verdict, v.model_match, v.lost_acked) == ("model_mismatch", False, [])
 
 
+def test_an_offline_partition_is_judged_on_its_first_eligible_leader_replica(
+    tmp_path: Path,
+) -> None:
+    """KIP-966 (kip320-zombie-follower on 4.0.0-elr): the partition ends offline with an empty
+    ISR and ELR [A, B], both holding m1 and m3; the replica a clean election picks (A) keeps
+    every acknowledged write, as the model's ``effective_leader`` says. Mutation: without the
+    ELR the same disks read as m1 and m3 lost; with an ELR member lacking m3, m3 is lost."""
+    prediction = _prediction()
+    rec = _record(prediction, tmp_path)
+    rec.logs = {
+        "A": [(0, 0, "m1"), (1, 1, "m3")],
+        "B": [(0, 0, "m1"), (1, 1, "m3")],
+    }
+    rec.deliveries = {
+        "m1": {"status": "acked", "offset": 0},
+        "m2": {"status": "failed", "offset": -1},
+        "m3": {"status": "acked", "offset": 1},
+    }
+    rec.final = {"leader": None, "leader_epoch": 3, "isr": [], "elr": ["A", "B"], "halted": []}
+    assert lost_acked(rec) == []
+    rec.final["elr"] = []
+    assert lost_acked(rec) == ["m1", "m3"]
+    rec.logs["A"] = [(0, 0, "m1"), (1, 0, "m2")]
+    rec.final["elr"] = ["A", "B"]
+    assert lost_acked(rec) == ["m3"]
+
+
 def test_an_outcome_the_model_did_not_predict_is_a_mismatch(tmp_path: Path) -> None:
     prediction = _prediction()
     rec = _record(prediction, tmp_path)

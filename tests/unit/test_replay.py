@@ -454,3 +454,20 @@ def test_kafka_override_picks_the_model_generation(tmp_path: Path) -> None:
     as_2x = replay(DATA / name, tmp_path / "b", "--kafka", "2.1.1", acked=acked)
     assert as_2x["version"] == "2.1.1"
     assert as_2x["lost_acked"] == []
+
+
+def test_a_shrink_line_places_a_record_the_producer_saw_fail() -> None:
+    """B's ISR-shrink line states LEO 2 while the model's B holds 1 record: the timed-out m3
+    was appended at offset 1 (kip320-zombie-follower on 3.3.1). Mutations: a leader already
+    at the stated LEO, or an acknowledged record filling the gap, places nothing."""
+    from harness.replay.steps import Acked, before_shrink
+
+    m3 = Acked("m3", -1, "failed")
+    assert before_shrink([m3], 1, 2) == ([Acked("m3", 1, "acked")], {"m3": "failed"})
+    assert before_shrink([m3], 2, 2) == ([], {})
+    m4 = Acked("m4", 1, "acked")
+    assert before_shrink([m4, m3], 1, 2) == ([m4], {})
+    assert before_shrink([m3, Acked("m5", 3, "acked")], 1, 4) == (
+        [Acked("m3", 1, "acked"), Acked("m5", 3, "acked")],
+        {"m3": "failed"},
+    )

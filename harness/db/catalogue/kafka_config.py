@@ -14,6 +14,15 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
   total (a resume of a few milliseconds does not always let it ping ZooKeeper); ``detect``
   does not wait for it: the harness deletes the dead broker's registration itself.
 - ``auto.leader.rebalance.enable=false``: no preferred-leader election behind the script.
+- ``request.timeout.ms`` (ZooKeeper mode) is 10 s, not 30: a follower that becomes follower
+  of another leader shuts its old fetcher thread down inside ``becomeLeaderOrFollower``
+  (``ReplicaFetcherManager.shutdownIdleFetcherThreads``, under the replica state-change
+  lock), and before 2.x that thread finishes its blocking Fetch first, bounded by this
+  timeout (``ReplicaFetcherThread``'s NetworkClient). A fetch outstanding to a leader the
+  harness holds paused therefore stalls every later LeaderAndIsr of that broker: on
+  0.10.2.1 the second of two held-back LeaderAndIsr came ~30 s after the heal, now ~10 s.
+  The controller's channel (``ControllerChannelManager``) uses the same timeout: a request
+  to a broker paused longer than it is resent on a new connection.
 - one partition, explicit assignment, no auto-created topics; ``__consumer_offsets`` (which
   the watermark queries' group lookups would otherwise create across the test brokers) is
   pre-created with one partition on the controller broker, out of harm's way.
@@ -34,6 +43,7 @@ which the follower has the records but not yet the HW that covers them (the mode
 ``fetch`` is one request/response round): long enough for the harness to let the follower
 checkpoint its HW and pause it inside the window (harness.readback.hw), short enough that a
 produce step's wait for parked fetches to expire (playbook/produce.py) stays ~2 s."""
+REQUEST_TIMEOUT_MS = 10_000  # ZooKeeper mode; see the module docstring
 
 
 def broker_properties(
@@ -62,6 +72,7 @@ def broker_properties(
         "replica.lag.time.max.ms": str(LAG_TIME_MAX_MS),
         "replica.fetch.wait.max.ms": str(FETCH_WAIT_MAX_MS),
         "replica.fetch.backoff.ms": "100",
+        "request.timeout.ms": str(REQUEST_TIMEOUT_MS),
         "offsets.topic.replication.factor": "1",
         "offsets.topic.num.partitions": "1",
         "transaction.state.log.replication.factor": "1",
@@ -85,7 +96,7 @@ def _common(version: KafkaVersion, log_dir: str) -> dict[str, str]:
     props = broker_properties(version, 0, "127.0.0.1", 0, log_dir, "")
     for key in ("broker.id", "listeners", "advertised.listeners", "zookeeper.connect",
                 "zookeeper.session.timeout.ms", "zookeeper.connection.timeout.ms",
-                "delete.topic.enable"):  # fmt: skip
+                "delete.topic.enable", "request.timeout.ms"):  # fmt: skip
         props.pop(key, None)
     return props
 

@@ -89,6 +89,28 @@ CATALOGUE: dict[str, KafkaVersion] = {
             mode="kraft",
             features=(("eligible.leader.replicas.version", 1),),
         ),
+        # Later releases beside 4.0.0 (release trees built locally from the source tags:
+        # no official sha512 applies, like the other locally provided trees). 4.1 turns
+        # KIP-966 ELR on by default (``4.1.0``); ``4.0.1-elr`` opts in as ``4.0.0-elr``.
+        KafkaVersion("4.0.1", "4.0.1", "2.13", "4.0.1", "v2", mode="kraft"),
+        KafkaVersion(
+            "4.0.1-elr",
+            "4.0.1",
+            "2.13",
+            "4.0.1-elr",
+            "v2",
+            mode="kraft",
+            features=(("eligible.leader.replicas.version", 1),),
+        ),
+        KafkaVersion(
+            "4.1.0",
+            "4.1.0",
+            "2.13",
+            "4.1.0",
+            "v2",
+            mode="kraft",
+            features=(("eligible.leader.replicas.version", 1),),
+        ),
         KafkaVersion(
             "3.3.1-ibp0.10",
             "3.3.1",

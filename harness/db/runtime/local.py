@@ -88,6 +88,9 @@ class LocalCluster(Cluster):
         self._logs: dict[str, IO[bytes]] = {}
         self._closed = False
         self._want_network = network
+        # Before 0.11 the follower's fetcher is traced (see _log4j_properties): the fetch
+        # fence reads the follower's HW from it.
+        self.traces_follower_hw = not version.epoch_on_disk
         self.network: RunNetwork | None = None
         # Class-data sharing for every JVM of this tree (harness.db.runtime.cds): mapped if built,
         # else this cluster's JVMs list what they load and close() builds it.
@@ -104,7 +107,7 @@ class LocalCluster(Cluster):
         if self.version.log4j2:
             log_config = f"-Dlog4j2.configurationFile=file:{self.tree / 'config' / 'log4j2.yaml'}"
         else:
-            log_config = f"-Dlog4j.configuration=file:{self.tree / 'config' / 'log4j.properties'}"
+            log_config = f"-Dlog4j.configuration=file:{self._log4j_properties()}"
         return [
             "java",
             *HEAP,
@@ -120,6 +123,26 @@ class LocalCluster(Cluster):
             main_class,
             *args,
         ]
+
+    def _log4j_properties(self) -> Path:
+        """The release's log4j.properties; before 0.11 with the follower's HW traced.
+
+        Before 0.11 a follower truncates to its own high watermark when it restarts or
+        becomes follower, so the fetch fence must see the HW a fetch round gave it: with
+        ``kafka.server.ReplicaFetcherThread`` at TRACE each round logs "set replica high
+        watermark for partition ... to N" (``ReplicaFetcherThread.processPartitionData``).
+        A copy in the run folder; the release tree is never written.
+        """
+        tree = self.tree / "config" / "log4j.properties"
+        if self.version.epoch_on_disk:
+            return tree
+        path = self.workdir / "log4j.properties"
+        if not path.exists():
+            extra = "\n# hwchaos: the follower's HW after each fetch round (fetch fence)\n"
+            extra += "log4j.logger.kafka.server.ReplicaFetcherThread=TRACE\n"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(tree.read_text() + extra)
+        return path
 
     def _write_config(self, name: str, props: dict[str, str], file: str) -> Path:
         path = self.workdir / name / file

@@ -90,6 +90,7 @@ class Playbook(
         "partition": PartitionSteps.do_partition,
         "heal": PartitionSteps.do_heal,
         "leader_and_isr": HeldSteps.do_leader_and_isr,
+        "controller_failover": HeldSteps.do_controller_failover,
         "detect": DetectSteps.do_detect,
         "elect": ElectSteps.do_elect,
         "isr_shrink": IsrSteps.do_isr_shrink,
@@ -130,9 +131,12 @@ class Playbook(
         cfg = self.prediction.config
         self._model_step = k - 1
         self.current_step = k
+        # An exit since the last step ended happened from the state after step k - 1.
+        notes += [h.describe() for h in self.note_exits(k - 1)]
         for e in expand(cfg, before, ev, self.scenario.records_per_produce):
             self._sync_sessions()
             notes.append(self._apply(k, e) or "")
+            notes += [h.describe() for h in self.note_exits(k)]
         self._model_step = k
         self._sync_sessions()
         text = ev.describe(cfg.brokers)
@@ -144,6 +148,11 @@ class Playbook(
             f"epoch={obs.leader_epoch} leo={obs.leo} hw={obs.hw}"
         )
         return obs
+
+    def finish(self) -> dict[str, Any]:
+        """What the run left (PlaybookState.finish), with any exit after the last step."""
+        self.note_exits(len(self.scenario.steps))
+        return super().finish()
 
     def _apply(self, k: int, ev: Event) -> str:
         name = self.names[ev.replica] if ev.replica >= 0 else ""

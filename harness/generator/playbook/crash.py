@@ -119,6 +119,12 @@ class CrashSteps(Settling):
             )
         if name not in self.down:
             return f"{name} is already running"
+        killed = ""
+        if self.cluster.is_running(name):
+            # A halt whose JVM hung in its shutdown hook (KAFKA-4039, before 0.11): what an
+            # operator does first, kill it, then start it again.
+            nemesis.crash(self.cluster, name)
+            killed = f"{name} hung after its halt (KAFKA-4039): killed before the restart"
         lead = self.leader()
         if lead is not None and lead not in self.down:
             self._hold(lead)  # so the restarted broker cannot fetch before its fetch step
@@ -131,7 +137,7 @@ class CrashSteps(Settling):
         self.cluster.start_broker(name)
         self.down.discard(name)
         wait_until(
-            lambda: self.ids[name] in self.view().live,
+            lambda: self.ids[name] in self.view().live or self.gone(name),
             f"{name} to register",
             self.timeout,
             self._seen,
@@ -149,7 +155,7 @@ class CrashSteps(Settling):
                 f"realised: controller {ids[frozen].broker_id} frozen, {name} re-registered, "
                 f"controller failed over to {ids[new].broker_id}"
             )
-        self.decisions.after_restart(name, self._wait)
+        self.decisions.after_restart(name, self._wait_unless_gone(name))
         self._settled(name)
         new_lead = self.leader()
         if new_lead == name:
@@ -160,4 +166,4 @@ class CrashSteps(Settling):
             self._hold(name)  # the leader stays held until a step needs it
         if frozen and self.failover is not None:
             self.failover.restore_standby(frozen)
-        return note
+        return "; ".join(n for n in (killed, note) if n)

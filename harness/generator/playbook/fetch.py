@@ -15,6 +15,7 @@ of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's o
 
 from __future__ import annotations
 
+import re
 import time
 
 from harness import timing
@@ -25,6 +26,10 @@ from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw
 from harness.readback.log4j import read_rotated
 from reference_model.events import Event
+
+# ReplicaFetcherThread.processPartitionData at TRACE (0.10: "Follower 2 set replica high
+# watermark for partition hwchaos-0 to 1"; 2.x on: "Follower set replica high watermark ...").
+HW_TRACED = re.compile(r"set replica high watermark for partition \S+ to (\d+)")
 
 
 class FetchSteps(Settling):
@@ -136,6 +141,8 @@ class FetchSteps(Settling):
             # The truncation count is read before the logs, and a divergent-but-equal-length
             # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
             # cuts the log and fetches on, so one read can fall between the two.
+            if self.gone(name):
+                return True  # it exited (a halt): the step records it, nothing to wait for
             truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
@@ -154,6 +161,8 @@ class FetchSteps(Settling):
             return stable[0] >= 2
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
+        if self.gone(name):
+            return
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
         settled = min(self.leo(n) for n in isr if n not in self.down)
         # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
@@ -197,7 +206,7 @@ class FetchSteps(Settling):
         """
         want = self.prediction.steps[k].state.controller.isr
         bid = self.ids[name]
-        if self.names.index(name) not in want or bid in self.view().isr:
+        if self.names.index(name) not in want or bid in self.view().isr or self.gone(name):
             return ""
         try:
             wait_until(lambda: bid in self.view().isr, f"{name} to rejoin the ISR", 10.0)
@@ -229,6 +238,8 @@ class FetchSteps(Settling):
         bid = self.ids[name]
 
         def done() -> bool:
+            if self.gone(name):
+                return True  # it exited (a halt): the step records it
             if [r for _o, _e, r in self.log(name)] != want:
                 return False
             if fenced:

@@ -13,13 +13,14 @@ epoch in KRaft). Every step family ends on one of these fences, so they sit belo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-from harness.generator.playbook.cuts import CutLinks
 from harness.generator.playbook.fences import wait_until
+from harness.generator.playbook.halts import HaltWatch
 from harness.nemesis import faults as nemesis
 
 
-class Settling(CutLinks):
+class Settling(HaltWatch):
     """Pausing, session keeping, and the LeaderAndIsr / metadata fences."""
 
     def _hold(self, name: str) -> None:
@@ -103,4 +104,12 @@ class Settling(CutLinks):
         """
         if name in self.cut_from_controller():
             return
-        self.decisions.settle(name, self._wait)
+        self.decisions.settle(name, self._wait_unless_gone(name))
+
+    def _wait_unless_gone(self, name: str) -> Callable[[Callable[[], object], str], object]:
+        """``_wait`` that also stops when ``name`` exits on its own (a halt, halts.py)."""
+
+        def wait(check: Callable[[], object], what: str) -> object:
+            return self._wait(lambda: check() or self.gone(name), what)
+
+        return wait

@@ -24,8 +24,11 @@ from harness.analysis.common import (
     SCENARIO_KEYS,
     SOURCES,
     WRITE_COLUMNS,
+    hunt_file,
+    hunt_frame,
     locate,
     normalise,
+    run_verdicts,
     write_tables,
 )
 
@@ -127,6 +130,10 @@ def summarise(root: Path) -> dict[str, pd.DataFrame]:
     lost = lost.merge(runs[["run_id", "scenario", "version", "protocol"]], on="run_id")
     causes = lost.groupby(CAUSE_KEYS, as_index=False).size().rename(columns={"size": "lost_writes"})
     out["loss_causes"] = normalise(causes[[*CAUSE_KEYS, "lost_writes"]], CAUSE_KEYS)
+    out["run_verdicts"] = run_verdicts(runs)
+    hunt = hunt_file(root)
+    if hunt is not None:
+        out["hunt_confirm"] = hunt_frame(pd.read_parquet(hunt))
     return out
 
 

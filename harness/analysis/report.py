@@ -18,7 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis.common import CONFIG_KEYS
+from harness.analysis.common import CONFIG_KEYS, CONSUMER_COLUMNS
+
+MAX_RUN_ROWS = 200  # runs listed in the verdicts table; the CSV has them all
 
 MAX_BARS = 40  # beyond this a horizontal bar chart stops being readable
 
@@ -121,6 +123,51 @@ def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, border=0, escape=True) if len(df) else "<p>none</p>"
 
 
+def verdict_section(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """The two verdicts, the per-step HW check and the consumer anomalies, per config and run.
+
+    Agreement and safety are shown side by side and counted apart, so a run that lost data
+    exactly as the model predicted shows as agreeing *and* unsafe.
+    """
+    by_config = tables["by_config"]
+    cols = [*CONFIG_KEYS, "runs", "runs_played", "runs_disagree", "runs_unsafe",
+            "hw_steps_agreeing", "hw_steps_compared", "hw_runs_differing",
+            *[c for c in CONSUMER_COLUMNS if c in by_config.columns]]  # fmt: skip
+    cols = [c for c in cols if c in by_config.columns]
+    runs = tables.get("run_verdicts", pd.DataFrame())
+    parts = [
+        "<h2>Verdicts, high watermark and consumer</h2>",
+        f"<p>{int(by_config.get('runs_disagree', pd.Series(dtype=int)).sum())} runs disagree "
+        f"with the model; {int(by_config.get('runs_unsafe', pd.Series(dtype=int)).sum())} "
+        "lost data (safety), whether predicted or not. HW per step: "
+        f"{int(by_config.get('hw_steps_agreeing', pd.Series(dtype=int)).sum())}/"
+        f"{int(by_config.get('hw_steps_compared', pd.Series(dtype=int)).sum())} steps agree "
+        "(checkpointed HW on the brokers against the model's).</p>",
+        _table(by_config[cols]),
+    ]
+    if len(runs):
+        notable = runs[
+            (runs["hw_steps_compared"] > 0)
+            | (runs["safety"] != "no loss")
+            | ~runs["agreement"].isin(["match", "prevented", "model only"])
+        ]
+        shown = notable.head(MAX_RUN_ROWS)
+        parts += [
+            "<h3>Runs with a HW check, a loss or a disagreement</h3>",
+            f"<p>{len(shown)} of {len(notable)} such runs (of {len(runs)}); all runs are in "
+            "run_verdicts.csv.</p>",
+            _table(shown),
+        ]
+    hunt = tables.get("hunt_confirm")
+    if hunt is not None:
+        parts += [
+            "<h2>Hunt: counterexamples played on brokers</h2>",
+            "<p>explore --confirm classifications, one row per counterexample played.</p>",
+            _table(hunt),
+        ]
+    return parts
+
+
 def write_report(
     tables: dict[str, pd.DataFrame], out: Path, engine: str = "", source: str = ""
 ) -> Path:
@@ -168,6 +215,7 @@ def write_report(
         f"the model in a record at some offset; {int(played['epoch_mismatches'].sum())} "
         "only in a leader epoch.</p>",
         _table(mism[mism_cols]),
+        *verdict_section(tables),
         "<h2>By config</h2>",
         _table(by_config),
         "<h2>By scenario and version</h2>",

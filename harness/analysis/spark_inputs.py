@@ -15,12 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis.common import locate
+from harness.analysis.common import RUN_COLUMNS, locate
 
 RUNS_DDL = (
     "run_id string, scenario string, version string, protocol string, acks string, "
     "min_insync long, unclean boolean, rf long, backend string, records long, "
-    "verdict string, model_match boolean"
+    "verdict string, model_match boolean, agreement string, safety string, "
+    + ", ".join(f"{c} long" for c in RUN_COLUMNS[RUN_COLUMNS.index("safety") + 1 :])
 )
 REPLICAS_DDL = "run_id string, source string, replica string, offset long, epoch int, record string"
 WRITES_DDL = (

@@ -53,8 +53,11 @@ from harness.analysis.common import (
     MEASURES,
     RUN_COLUMNS,
     SCENARIO_KEYS,
+    hunt_file,
+    hunt_frame,
     locate,
     normalise,
+    run_verdicts,
     write_tables,
 )
 from harness.analysis.spark_cds import ClassArchive, jvm_pid
@@ -137,6 +140,11 @@ def summarise(
         out[name] = normalise(both[both["gid"] == spark_sql.gid(keys)][[*keys, *MEASURES]], keys)
     cause_rows = both[both["gid"] == -1][[*CAUSE_KEYS, "lost_writes"]]
     out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
+    out["run_verdicts"] = run_verdicts(runs_pd)
+    hunt = hunt_file(root)
+    if hunt is not None:
+        # A few rows per hunt: read by Spark (so the table is Spark's), typed on the driver.
+        out["hunt_confirm"] = hunt_frame(_pandas(spark.read.parquet(str(hunt))))
     return out
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from harness.analysis import pandas_job, spark_job
 from harness.analysis.cli import main as analyze_main
-from harness.analysis.common import MEASURES, TABLE_NAMES, locate
+from harness.analysis.common import MEASURES, META_MEASURES, TABLE_NAMES, locate
 from harness.analysis.report import write_report
 from harness.analysis.synthetic import Spec, generate
 from harness.checker import results
@@ -37,8 +37,8 @@ def assert_same(
     spark_tables: dict[str, pd.DataFrame], pandas_tables: dict[str, pd.DataFrame]
 ) -> None:
     """Spark's tables equal pandas' exactly (same columns, dtypes, rows and order)."""
-    assert set(spark_tables) == set(pandas_tables) == set(TABLE_NAMES)
-    for name in TABLE_NAMES:
+    assert set(spark_tables) == set(pandas_tables) >= set(TABLE_NAMES)
+    for name in spark_tables:
         pdt.assert_frame_equal(spark_tables[name], pandas_tables[name], check_exact=True)
 
 
@@ -47,7 +47,13 @@ Write = tuple[str, str, bool, int, str]  # source, record, lost, lost_step, lost
 
 
 def _run(
-    root: Path, run_id: str, version: str, protocol: str, reps: list[Row], ws: list[Write]
+    root: Path,
+    run_id: str,
+    version: str,
+    protocol: str,
+    reps: list[Row],
+    ws: list[Write],
+    **fields: Any,
 ) -> None:
     info = results.RunInfo(
         run_id=run_id,
@@ -60,6 +66,7 @@ def _run(
         unclean=False,
         rf=2,
         records=1,
+        **fields,
     )
     replicas = [
         {"run_id": run_id, "source": s, "replica": r, "offset": o, "epoch": e, "record": rec}
@@ -89,6 +96,9 @@ def tiny(root: Path) -> None:
     r2 (2.1.1, played): B holds mX on disk where the model said m1 (mismatch, divergence).
     r3 (2.1.1, played): the right record under another epoch (epoch mismatch only).
     r4 (model:hw, model-only): divergent at offset 1, m2 lost at step 3.
+    r1 and r2 carry the per-step HW check and the consumer oracle (run.json ``extra``); r1
+    lost m2 as predicted (agreement match, safety lost); r2 is a model mismatch; r3 is an
+    older folder without either (counts 0).
     An interrupted folder (no run.json, corrupt Parquet) must be ignored.
     """
     p, o = "predicted", "observed"
@@ -100,6 +110,19 @@ def tiny(root: Path) -> None:
         [(s, r, off, rec, 0) for s in (p, o) for r, off, rec in
          [("A", 0, "m1"), ("A", 1, "m2"), ("B", 0, "m1"), ("B", 1, "m3")]],
         [(p, "m2", True, 9, "restart A"), (o, "m2", True, -1, "")],
+        verdict="lost_acked",
+        lost_acked=["m2"],
+        extra={
+            "hw": {"steps_compared": 5, "steps_agreeing": 5, "first_step": None},
+            "consumer": {
+                "observed": {"lost": ["m2"], "read_then_lost": [{"record": "m2", "offset": 1}],
+                             "hw_regression": [], "uncommitted_read": [],
+                             "divergent_offsets": [1]},
+                "predicted": {"lost": ["m2"], "read_then_lost": [], "hw_regression": [],
+                              "uncommitted_read": [], "divergent_offsets": [1]},
+                "anomalies_as_predicted": False,
+            },
+        },
     )  # fmt: skip
     _run(
         root,
@@ -108,7 +131,14 @@ def tiny(root: Path) -> None:
         "kip320",
         [(p, "A", 0, "m1", 0), (p, "B", 0, "m1", 0), (o, "A", 0, "m1", 0), (o, "B", 0, "mX", 0)],
         [(p, "m1", False, -1, ""), (o, "m1", False, -1, "")],
-    )
+        verdict="model_mismatch",
+        model_match=False,
+        extra={
+            "hw": {"steps_compared": 4, "steps_agreeing": 2, "first_step": 3},
+            "consumer": {"observed": {"hw_regression": [{"step": 3}, {"step": 4}]},
+                         "predicted": {}},
+        },
+    )  # fmt: skip
     _run(root, "r3", "2.1.1", "kip320", [(p, "A", 0, "m1", 0), (o, "A", 0, "m1", 1)], [])
     _run(
         root,
@@ -139,6 +169,21 @@ TINY_BY_CONFIG = {
         acked_lost_predicted_played=1,
         divergent_offsets_predicted=1,
         divergent_offsets_observed=2,
+        hw_steps_compared=9,
+        hw_steps_agreeing=7,
+        hw_runs_differing=1,
+        consumer_lost_predicted=1,
+        consumer_lost_observed=1,
+        consumer_read_then_lost_predicted=0,
+        consumer_read_then_lost_observed=1,
+        consumer_hw_regression_predicted=0,
+        consumer_hw_regression_observed=2,
+        consumer_uncommitted_read_predicted=0,
+        consumer_uncommitted_read_observed=0,
+        consumer_divergent_offsets_predicted=1,
+        consumer_divergent_offsets_observed=1,
+        runs_disagree=1,
+        runs_unsafe=1,
     ),
     "model:hw": dict(
         runs=1,
@@ -155,6 +200,7 @@ TINY_BY_CONFIG = {
         acked_lost_predicted_played=0,
         divergent_offsets_predicted=1,
         divergent_offsets_observed=0,
+        **{m: 0 for m in META_MEASURES},
     ),
 }
 

@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from harness.checker.verdicts import two_verdicts
+from harness.checker.verdicts import AGREEMENT, JUDGED, two_verdicts
 
 CONFIG_KEYS = ["version", "protocol", "acks", "min_insync", "unclean", "rf"]
 SCENARIO_KEYS = ["scenario", "version"]
@@ -188,7 +188,10 @@ def locate(root: Path) -> tuple[pd.DataFrame, dict[str, list[str]]]:
         meta = [json.loads((root / "run.json").read_text())]
     elif (root / "runs.parquet").is_file():
         folders = sorted(p for p in (root / "cells").glob("*") if p.is_dir())
-        meta = pd.read_parquet(root / "runs.parquet").to_dict("records")
+        bulk = pd.read_parquet(root / "runs.parquet")
+        if not len(bulk):
+            raise NoResults(f"{root}: no runs (no run.json and no runs.parquet)")
+        return _runs_frame(bulk_verdicts(bulk)), _files(folders)
     else:
         markers = sorted(root.glob("cells/*/run.json")) or sorted(root.rglob("run.json"))
         folders = [p.parent for p in markers]
@@ -196,11 +199,46 @@ def locate(root: Path) -> tuple[pd.DataFrame, dict[str, list[str]]]:
     if not meta:
         raise NoResults(f"{root}: no runs (no run.json and no runs.parquet)")
     meta = [{**m, **verdict_fields(m)} for m in meta]
-    files = {
+    return _runs_frame(pd.DataFrame(meta)), _files(folders)
+
+
+def _files(folders: list[Path]) -> dict[str, list[str]]:
+    """The replica and write Parquet files of the given run (or bulk cell) folders."""
+    return {
         name: [str(f / f"{name}.parquet") for f in folders if (f / f"{name}.parquet").is_file()]
         for name in ("replicas", "writes")
     }
-    return _runs_frame(pd.DataFrame(meta)), files
+
+
+def bulk_verdicts(df: pd.DataFrame) -> pd.DataFrame:
+    """:func:`verdict_fields` for a bulk set's ``runs.parquet``, column-wise.
+
+    A bulk set has flat columns and no ``extra`` (millions of rows: per-row Python would cost
+    seconds per million). Verdict columns it carries are kept; the words follow
+    :func:`harness.checker.verdicts.two_verdicts`, the checks absent count 0.
+    """
+    out = df.copy()
+    n = len(out)
+    verdict = out["verdict"].astype(str) if "verdict" in out else pd.Series(["match"] * n)
+    if "agreement" not in out:
+        words = verdict.map(lambda v: AGREEMENT.get(v, v.replace("_", " ")))
+        model = out["backend"].astype(str) == "model" if "backend" in out else False
+        out["agreement"] = words.where(~pd.Series(model, index=out.index), "model only")
+    if "safety" not in out:
+        lost = pd.Series(False, index=out.index)
+        for col in ("lost_acked", "divergent_offsets"):
+            if col in out:
+                lost |= out[col].map(lambda v: _count(v) > 0)
+        judged = verdict.map(lambda v: AGREEMENT.get(v, "") in JUDGED)
+        out["safety"] = np.where(lost, "lost", np.where(judged, "no loss", "unknown"))
+    for col in VERDICT_COLUMNS[2:]:
+        if col not in out:
+            out[col] = -1 if col == "hw_first_step" else 0
+    out["hw_runs_differing"] = (out["hw_steps_agreeing"] < out["hw_steps_compared"]).astype(int)
+    agree = out["agreement"].astype(str)
+    out["runs_disagree"] = (~agree.isin(["match", "prevented", "model only"])).astype(int)
+    out["runs_unsafe"] = (out["safety"].astype(str) == "lost").astype(int)
+    return out
 
 
 def _count(value: Any) -> int:

@@ -20,6 +20,8 @@ from harness.analysis.report import write_report
 from harness.analysis.synthetic import Spec, generate
 from harness.checker import results
 from harness.cli.matrix import main as matrix_main
+from harness.db.catalogue.versions import resolve_version
+from harness.generator import confirm
 
 pytestmark = pytest.mark.spark
 
@@ -399,3 +401,57 @@ def test_cli_pandas_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert analyze_main([str(tmp_path), "--engine", "pandas"]) == 0
     assert (tmp_path / "analysis" / "report.html").is_file()
     assert "loss_causes.parquet" in capsys.readouterr().out
+
+
+def _confirm_folder(root: Path) -> None:
+    """A synthetic ``explore --confirm`` folder: two played runs and a shared ordering."""
+    tiny(root)
+    version = resolve_version("2.1.1")
+
+    def one(i: int, label: str, folder: str, same: int | None = None) -> confirm.Confirmation:
+        return confirm.Confirmation(
+            index=i, invariant="acked_durable", steps=["crash A", "restart A"],
+            scenario_file=f"cx{i}.yaml", classification=label, reason=f"why {i}",
+            run_folder=str(root / "cells" / folder), model_verdict={},
+            observed={"verdict": "lost_acked"}, seconds=1.5 * i, same_run_as=same,
+        )  # fmt: skip
+
+    played = [one(2, confirm.CONFIRMED, "r1"), one(1, confirm.MISMATCH, "r2")]
+    confirm.write_table([*played, one(3, confirm.CONFIRMED, "r1", same=2)], version, "local", root)
+
+
+@READ_PATHS
+def test_hunt_confirm_table(tmp_path: Path, spark: Any, small_rows: int | None) -> None:
+    """analyze on a confirm folder lists its classifications, equal from both engines."""
+    _confirm_folder(tmp_path)
+    got = spark_job.summarise(tmp_path, spark, small_rows)
+    assert_same(got, pandas_job.summarise(tmp_path))
+    hunt = got["hunt_confirm"]
+    assert hunt["index"].tolist() == [1, 2, 3]
+    assert hunt["classification"].tolist() == ["mismatch", "confirmed", "confirmed"]
+    assert set(hunt["version"]) == {"2.1.1"} and set(hunt["backend"]) == {"local"}
+    assert hunt["same_run_as"].tolist() == [-1, -1, 2]
+    assert hunt["ordering"].iloc[0] == "crash A, restart A"
+    page = write_report(got, tmp_path / "a", "spark", "hunt").read_text()
+    assert "Hunt: counterexamples played on brokers" in page and "why 2" in page
+    # Without the table (any other folder), no hunt_confirm and no section.
+    assert "hunt_confirm" not in pandas_job.summarise(tmp_path / "cells" / "r1")
+
+
+def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any) -> None:
+    """r1 lost m2 as predicted: agreeing *and* unsafe; r2 disagrees; r3 predates the checks."""
+    tiny(tmp_path)
+    runs = spark_job.summarise(tmp_path, spark)["run_verdicts"].set_index("run_id")
+    assert runs.loc["r1", ["agreement", "safety"]].tolist() == ["match", "lost"]
+    assert runs.loc["r2", ["agreement", "safety"]].tolist() == ["mismatch", "no loss"]
+    assert runs.loc["r4", "agreement"] == "model only"
+    assert runs.loc["r2", ["hw_steps_agreeing", "hw_steps_compared", "hw_first_step"]].tolist() == [
+        2, 4, 3
+    ]  # fmt: skip
+    assert runs.loc["r3", ["hw_steps_compared", "hw_first_step"]].tolist() == [0, -1]
+    assert runs.loc["r1", "consumer_read_then_lost_observed"] == 1
+    assert runs.loc["r1", "consumer_read_then_lost_predicted"] == 0
+    page = write_report(pandas_job.summarise(tmp_path), tmp_path / "a", "pandas", "t")
+    text = page.read_text()
+    assert "Verdicts, high watermark and consumer" in text
+    assert "7/9 steps agree" in text and "<th>runs_unsafe</th>" in text

@@ -123,12 +123,18 @@ META_MEASURES = [
 ]
 MEASURES += META_MEASURES
 RUN_MEASURES = [m for m in MEASURES if m not in _DERIVED and m not in META_MEASURES]
-TABLE_NAMES = ("by_config", "by_scenario_version", "loss_causes", "run_verdicts")
+# Per step of the HW check: steps.parquet's observed_hw (a broker's checkpoint) against
+# realised_hw (the model's HW for the events played), replica-steps where a broker showed one.
+HW_STEP_KEYS = ["scenario", "version", "step", "event"]
+HW_STEP_MEASURES = ["runs", "hw_compared", "hw_agreeing", "hw_below_model", "hw_above_model"]
+STEP_COLUMNS = ["run_id", "step", "event", "observed_hw", "realised_hw"]
+TABLE_NAMES = ("by_config", "by_scenario_version", "loss_causes", "run_verdicts", "hw_by_step")
 TABLE_KEYS = {
     "by_config": CONFIG_KEYS,
     "by_scenario_version": SCENARIO_KEYS,
     "loss_causes": CAUSE_KEYS,
     "run_verdicts": ["run_id"],
+    "hw_by_step": HW_STEP_KEYS,
 }
 BASE_RUN_COLUMNS = [
     "run_id", "scenario", *CONFIG_KEYS, "backend", "records", "verdict", "model_match"
@@ -147,7 +153,10 @@ RUN_COLUMNS = [*BASE_RUN_COLUMNS, *VERDICT_COLUMNS, "hw_runs_differing", "runs_d
 RUN_VERDICT_KEYS = ["run_id", "scenario", "version", "backend", "verdict"]
 REPLICA_COLUMNS = ["run_id", "source", "replica", "offset", "epoch", "record"]
 WRITE_COLUMNS = ["run_id", "source", "acked", "lost", "lost_step", "lost_event"]
-INT_COLUMNS = {*MEASURES, *VERDICT_COLUMNS[2:], "lost_writes", "lost_step", "min_insync", "rf"}
+INT_COLUMNS = {
+    *MEASURES, *VERDICT_COLUMNS[2:], *HW_STEP_MEASURES, "step", "lost_writes", "lost_step",
+    "min_insync", "rf",
+}  # fmt: skip
 
 
 # explore --confirm's table (harness.generator.confirm.CONFIRM_TABLE, in the confirm folder):
@@ -206,7 +215,7 @@ def _files(folders: list[Path]) -> dict[str, list[str]]:
     """The replica and write Parquet files of the given run (or bulk cell) folders."""
     return {
         name: [str(f / f"{name}.parquet") for f in folders if (f / f"{name}.parquet").is_file()]
-        for name in ("replicas", "writes")
+        for name in ("replicas", "writes", "steps")
     }
 
 
@@ -320,6 +329,11 @@ def _runs_frame(df: pd.DataFrame) -> pd.DataFrame:
     for col in ("unclean", "model_match"):
         out[col] = out[col].astype(bool)
     return out
+
+
+def hw_step_table(df: pd.DataFrame) -> pd.DataFrame:
+    """``hw_by_step`` with its columns, dtypes and order, from either engine's grouped rows."""
+    return normalise(df[[*HW_STEP_KEYS, *HW_STEP_MEASURES]], HW_STEP_KEYS)
 
 
 def normalise(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

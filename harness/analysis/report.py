@@ -158,6 +158,14 @@ def verdict_section(tables: dict[str, pd.DataFrame]) -> list[str]:
             "run_verdicts.csv.</p>",
             _table(shown),
         ]
+    steps = tables.get("hw_by_step")
+    if steps is not None and len(steps):
+        parts += [
+            "<h3>HW per step</h3>",
+            "<p>Replica-steps where a broker's checkpointed HW was observed, against the "
+            "model's HW for the events played: agreeing, below the model (lagging) or above.</p>",
+            _table(steps),
+        ]
     hunt = tables.get("hunt_confirm")
     if hunt is not None:
         parts += [

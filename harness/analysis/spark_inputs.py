@@ -57,7 +57,8 @@ def plan(
     """The read and shuffle sizing for ``files``, from their footers' row counts."""
     import pyarrow.parquet as pq
 
-    metas = [pq.read_metadata(f) for fs in files.values() for f in fs]
+    # The replica and write rows are what the main job reads; steps are a side query.
+    metas = [pq.read_metadata(f) for k in ("replicas", "writes") for f in files.get(k, [])]
     rows = sum(m.num_rows for m in metas)
     size = sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
     small = rows <= (SMALL_ROWS if small_rows is None else small_rows)
@@ -142,6 +143,41 @@ def to_spark(spark: Any, files: list[str], ddl: str, small: bool, table: Any = N
     if not small:
         return spark.read.schema(schema).parquet(*files)
     return spark.createDataFrame(_arrow(files, ddl) if table is None else table, schema)
+
+
+STEPS_DDL = "run_id string, step int, event string, observed_hw long, realised_hw long"
+
+
+def hw_steps(files: list[str]) -> Any:
+    """The rows of the per-step HW check (observed_hw >= 0) of every steps file, as Arrow.
+
+    Pure pyarrow, used by both engines' readers: folders written before the check have no
+    ``observed_hw``/``realised_hw`` columns (read as -1, so never compared), and a model-only
+    run has -1 throughout, so most steps files contribute no row at all.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = struct_arrow(STEPS_DDL)
+    tables = []
+    for f in files:
+        have = set(pq.read_schema(f).names)
+        if not {"observed_hw", "realised_hw"} <= have:
+            continue
+        t = pq.read_table(f, columns=schema.names).replace_schema_metadata().cast(schema)
+        t = t.filter(pc.greater_equal(pc.fill_null(t.column("observed_hw"), -1), 0))
+        if t.num_rows:
+            tables.append(t)
+    return pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+
+
+def struct_arrow(ddl: str) -> Any:
+    """The ``name type, ...`` schema string as an Arrow schema."""
+    import pyarrow as pa
+
+    kinds = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}
+    return pa.schema([(p.split()[0], kinds[p.split()[1]]) for p in ddl.split(",")])
 
 
 @dataclass(frozen=True)

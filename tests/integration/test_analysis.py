@@ -5,7 +5,7 @@ One SparkSession for the module (starting a JVM costs seconds); every Spark test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ def _run(
     protocol: str,
     reps: list[Row],
     ws: list[Write],
+    steps: Sequence[tuple[int, str, str, int, int]] = (),
     **fields: Any,
 ) -> None:
     info = results.RunInfo(
@@ -88,7 +89,14 @@ def _run(
         }
         for s, rec, lost, step, event in ws
     ]
-    results.write_run(root / "cells" / run_id, info, replicas, writes, [])
+    step_rows = [
+        {"run_id": run_id, "step": k, "event": ev, "replica": r, "alive": True, "role": "",
+         "leo": 0, "hw": m, "checkpoint_hw": 0, "flushed": 0, "epochs": "", "log": "",
+         "leader": "A", "leader_epoch": 0, "isr": "A", "seconds": None, "observed_hw": o,
+         "realised_hw": m}
+        for k, ev, r, o, m in steps
+    ]  # fmt: skip
+    results.write_run(root / "cells" / run_id, info, replicas, writes, step_rows)
 
 
 def tiny(root: Path) -> None:
@@ -112,6 +120,7 @@ def tiny(root: Path) -> None:
         [(s, r, off, rec, 0) for s in (p, o) for r, off, rec in
          [("A", 0, "m1"), ("A", 1, "m2"), ("B", 0, "m1"), ("B", 1, "m3")]],
         [(p, "m2", True, 9, "restart A"), (o, "m2", True, -1, "")],
+        steps=[(1, "crash A", "A", 2, 2), (1, "crash A", "B", -1, 2)],
         verdict="lost_acked",
         lost_acked=["m2"],
         extra={
@@ -133,6 +142,8 @@ def tiny(root: Path) -> None:
         "kip320",
         [(p, "A", 0, "m1", 0), (p, "B", 0, "m1", 0), (o, "A", 0, "m1", 0), (o, "B", 0, "mX", 0)],
         [(p, "m1", False, -1, ""), (o, "m1", False, -1, "")],
+        steps=[(1, "crash A", "A", 2, 2), (1, "crash A", "B", 1, 2), (2, "restart A", "A", 3, 2),
+               (2, "restart A", "B", -1, 2)],
         verdict="model_mismatch",
         model_match=False,
         extra={
@@ -142,6 +153,10 @@ def tiny(root: Path) -> None:
         },
     )  # fmt: skip
     _run(root, "r3", "2.1.1", "kip320", [(p, "A", 0, "m1", 0), (o, "A", 0, "m1", 1)], [])
+    # r3's steps.parquet predates the per-step HW columns.
+    pd.DataFrame({"run_id": ["r3"], "step": [1], "event": ["crash A"], "hw": [1]}).to_parquet(
+        root / "cells" / "r3" / "steps.parquet"
+    )
     _run(
         root,
         "r4",
@@ -451,6 +466,14 @@ def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any
     assert runs.loc["r3", ["hw_steps_compared", "hw_first_step"]].tolist() == [0, -1]
     assert runs.loc["r1", "consumer_read_then_lost_observed"] == 1
     assert runs.loc["r1", "consumer_read_then_lost_predicted"] == 0
+    steps = spark_job.summarise(tmp_path, spark)["hw_by_step"]
+    cols = ["step", "event", "runs", "hw_compared", "hw_agreeing", "hw_below_model",
+            "hw_above_model"]  # fmt: skip
+    assert steps[cols].values.tolist() == [
+        [1, "crash A", 2, 3, 2, 1, 0],
+        [2, "restart A", 1, 1, 0, 0, 1],
+    ]
+    assert set(steps["version"]) == {"2.1.1"}
     page = write_report(pandas_job.summarise(tmp_path), tmp_path / "a", "pandas", "t")
     text = page.read_text()
     assert "Verdicts, high watermark and consumer" in text

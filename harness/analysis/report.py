@@ -137,7 +137,7 @@ def verdict_section(tables: dict[str, pd.DataFrame]) -> list[str]:
     runs = tables.get("run_verdicts", pd.DataFrame())
     parts = [
         "<h2>Verdicts, high watermark and consumer</h2>",
-        f"<p>{int(by_config.get('runs_disagree', pd.Series(dtype=int)).sum())} runs disagree "
+        f"<p>{int(by_config.get('runs_disagree', pd.Series(dtype=int)).sum())} run(s) disagree "
         f"with the model; {int(by_config.get('runs_unsafe', pd.Series(dtype=int)).sum())} "
         "lost data (safety), whether predicted or not. HW per step: "
         f"{int(by_config.get('hw_steps_agreeing', pd.Series(dtype=int)).sum())}/"

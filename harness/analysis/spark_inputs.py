@@ -162,14 +162,26 @@ def hw_steps(files: list[str]) -> Any:
     schema = struct_arrow(STEPS_DDL)
     tables = []
     for f in files:
-        have = set(pq.read_schema(f).names)
-        if not {"observed_hw", "realised_hw"} <= have:
+        meta = pq.read_metadata(f)
+        names = meta.schema.names
+        if not {"observed_hw", "realised_hw"} <= set(names) or _none_observed(meta, names):
             continue
         t = pq.read_table(f, columns=schema.names).replace_schema_metadata().cast(schema)
         t = t.filter(pc.greater_equal(pc.fill_null(t.column("observed_hw"), -1), 0))
         if t.num_rows:
             tables.append(t)
     return pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+
+
+def _none_observed(meta: Any, names: list[str]) -> bool:
+    """The footer's statistics say no row has ``observed_hw >= 0`` (a model-only run): the
+    file's rows need not be read."""
+    col = names.index("observed_hw")
+    for i in range(meta.num_row_groups):
+        stats = meta.row_group(i).column(col).statistics
+        if stats is None or not stats.has_min_max or stats.max >= 0:
+            return False
+    return True
 
 
 def struct_arrow(ddl: str) -> Any:
@@ -189,6 +201,9 @@ class Inputs:
     sizing: Plan  # with one core: :func:`summarise` re-plans a large input for the session's
     replicas: Any  # Arrow tables on the small path, else None
     writes: Any
+    # The steps rows with an observed HW (:func:`hw_steps`), read here too: a matrix has a
+    # steps file per run, and opening them overlaps the JVM's start-up this way.
+    steps: Any = None
 
 
 def prepare(root: Path, small_rows: int | None = None) -> Inputs:
@@ -200,10 +215,10 @@ def prepare(root: Path, small_rows: int | None = None) -> Inputs:
     runs, files = locate(root)
     sizing = plan(files, 1, small_rows)
     if not sizing.small:
-        return Inputs(runs, files, sizing, None, None)
+        return Inputs(runs, files, sizing, None, None, hw_steps(files["steps"]))
     replicas = _arrow(files["replicas"], REPLICAS_DDL) if files["replicas"] else None
     writes = _arrow(files["writes"], WRITES_DDL) if files["writes"] else None
-    return Inputs(runs, files, sizing, replicas, writes)
+    return Inputs(runs, files, sizing, replicas, writes, hw_steps(files["steps"]))
 
 
 def replica_names(files: list[str], table: Any = None, limit: int = MAX_SLOTS) -> list[str] | None:

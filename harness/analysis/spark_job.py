@@ -146,7 +146,7 @@ def summarise(
     cause_rows = both[both["gid"] == -1][[*CAUSE_KEYS, "lost_writes"]]
     out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
     out["run_verdicts"] = run_verdicts(runs_pd)
-    out["hw_by_step"] = hw_by_step(spark, runs, files["steps"])
+    out["hw_by_step"] = hw_by_step(spark, runs, files["steps"], inputs.steps)
     hunt = hunt_file(root)
     if hunt is not None:
         # A few rows per hunt: read by Spark (so the table is Spark's), typed on the driver.
@@ -164,13 +164,15 @@ WHERE coalesce(s.observed_hw, -1) >= 0
 GROUP BY r.scenario, r.version, s.step, s.event"""
 
 
-def hw_by_step(spark: Any, runs: Any, files: list[str]) -> pd.DataFrame:
+def hw_by_step(spark: Any, runs: Any, files: list[str], table: Any = None) -> pd.DataFrame:
     """``hw_by_step`` on Spark (see :func:`harness.analysis.pandas_job.hw_by_step`).
 
     The driver first keeps only the steps rows a broker's HW was observed for (pyarrow,
-    :func:`hw_steps`): a model-only matrix has none, and then no Spark job is run at all.
+    :func:`hw_steps`; ``table``: what :func:`prepare` already read): a model-only matrix has
+    none, and then no Spark job is run at all.
     """
-    table = hw_steps(files)
+    if table is None:
+        table = hw_steps(files)
     if not table.num_rows:
         empty = {c: pd.Series(dtype="int64") for c in HW_STEP_MEASURES}
         keys = {c: pd.Series(dtype="int64" if c == "step" else str) for c in HW_STEP_KEYS}

@@ -163,16 +163,18 @@ INT_COLUMNS = {
 # read as it stands when present, listed as the ``hunt_confirm`` output table.
 HUNT_TABLE = "confirm.parquet"
 HUNT_TYPES: dict[str, Any] = {
-    "index": "int64", "invariant": "str", "profile": "str", "version": "str", "backend": "str",
-    "ordering": "str", "classification": "str", "reason": "str", "run_folder": "str",
-    "observed_verdict": "str", "seconds": "float64", "same_run_as": "int64",
+    "hunt": "str", "index": "int64", "invariant": "str", "profile": "str", "version": "str",
+    "backend": "str", "ordering": "str", "classification": "str", "reason": "str",
+    "run_folder": "str", "observed_verdict": "str", "seconds": "float64", "same_run_as": "int64",
 }  # fmt: skip
 
 
-def hunt_file(root: Path) -> Path | None:
-    """``DIR/confirm.parquet`` when ``DIR`` is an ``explore --confirm`` folder."""
-    path = root / HUNT_TABLE
-    return path if path.is_file() else None
+def hunt_files(root: Path) -> list[str]:
+    """``DIR/confirm.parquet`` of an ``explore --confirm`` folder, or ``DIR/*/confirm.parquet``
+    of a folder of them (``--runs``, default ``runs/``, gathers every hunt there)."""
+    own = root / HUNT_TABLE
+    found = [own] if own.is_file() else sorted(root.glob(f"*/{HUNT_TABLE}"))
+    return [str(p) for p in found]
 
 
 def hunt_frame(df: pd.DataFrame) -> pd.DataFrame:
@@ -181,7 +183,7 @@ def hunt_frame(df: pd.DataFrame) -> pd.DataFrame:
     for col, kind in HUNT_TYPES.items():
         out[col] = out[col].fillna(-1 if kind == "int64" else 0.0 if kind == "float64" else "")
         out[col] = out[col].astype(kind)
-    return out.sort_values("index", kind="mergesort").reset_index(drop=True)
+    return out.sort_values(["hunt", "index"], kind="mergesort").reset_index(drop=True)
 
 
 class NoResults(FileNotFoundError):

@@ -25,7 +25,7 @@ from harness.analysis.common import (
     SCENARIO_KEYS,
     SOURCES,
     WRITE_COLUMNS,
-    hunt_file,
+    hunt_files,
     hunt_frame,
     hw_step_table,
     locate,
@@ -134,9 +134,9 @@ def summarise(root: Path) -> dict[str, pd.DataFrame]:
     out["loss_causes"] = normalise(causes[[*CAUSE_KEYS, "lost_writes"]], CAUSE_KEYS)
     out["run_verdicts"] = run_verdicts(runs)
     out["hw_by_step"] = hw_by_step(runs, files["steps"])
-    hunt = hunt_file(root)
-    if hunt is not None:
-        out["hunt_confirm"] = hunt_frame(pd.read_parquet(hunt))
+    hunts = hunt_files(root)
+    if hunts:
+        out["hunt_confirm"] = hunt_frame(pd.concat([pd.read_parquet(f) for f in hunts]))
     return out
 
 

@@ -55,7 +55,7 @@ from harness.analysis.common import (
     MEASURES,
     RUN_COLUMNS,
     SCENARIO_KEYS,
-    hunt_file,
+    hunt_files,
     hunt_frame,
     hw_step_table,
     locate,
@@ -147,10 +147,12 @@ def summarise(
     out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
     out["run_verdicts"] = run_verdicts(runs_pd)
     out["hw_by_step"] = hw_by_step(spark, runs, files["steps"], inputs.steps)
-    hunt = hunt_file(root)
-    if hunt is not None:
-        # A few rows per hunt: read by Spark (so the table is Spark's), typed on the driver.
-        out["hunt_confirm"] = hunt_frame(_pandas(spark.read.parquet(str(hunt))))
+    hunts = hunt_files(root)
+    if hunts:
+        # A few rows per hunt: read by Spark (so the table is Spark's), typed on the driver;
+        # tables of older hunts may lack a column (mergeSchema fills it with nulls).
+        df = spark.read.option("mergeSchema", "true").parquet(*hunts)
+        out["hunt_confirm"] = hunt_frame(_pandas(df))
     return out
 
 

@@ -258,6 +258,7 @@ class Counterexample:
 # analysis pipeline reads (``hwchaos analyze`` on the confirm folder: ``hunt_confirm``).
 CONFIRM_TABLE = "confirm.parquet"
 CONFIRM_COLUMNS = [
+    "hunt",
     "index", "invariant", "profile", "version", "backend", "ordering", "classification",
     "reason", "run_folder", "observed_verdict", "seconds", "same_run_as",
 ]  # fmt: skip
@@ -272,6 +273,7 @@ def write_table(
 
     rows = [
         {
+            "hunt": runs.name,  # the confirm folder: tells hunts apart in a runs/ of many
             "index": r.index,
             "invariant": r.invariant,
             "profile": version.generation,

@@ -478,3 +478,16 @@ def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any
     text = page.read_text()
     assert "Verdicts, high watermark and consumer" in text
     assert "7/9 steps agree" in text and "<th>runs_unsafe</th>" in text
+
+
+def test_hunt_tables_of_a_runs_folder(tmp_path: Path, spark: Any) -> None:
+    """analyze on ``runs/`` gathers every hunt's table, older ones (no ``hunt``) included."""
+    _confirm_folder(tmp_path / "h1")
+    old = pd.read_parquet(tmp_path / "h1" / confirm.CONFIRM_TABLE).drop(columns=["hunt"])
+    (tmp_path / "h0").mkdir()
+    old.head(1).to_parquet(tmp_path / "h0" / confirm.CONFIRM_TABLE, index=False)
+    got = spark_job.summarise(tmp_path, spark)
+    assert_same(got, pandas_job.summarise(tmp_path))
+    hunt = got["hunt_confirm"]
+    assert hunt["hunt"].tolist() == ["", "h1", "h1", "h1"]
+    assert hunt["index"].tolist() == [2, 1, 2, 3]

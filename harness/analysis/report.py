@@ -134,28 +134,37 @@ def verdict_section(tables: dict[str, pd.DataFrame]) -> list[str]:
             "hw_steps_agreeing", "hw_steps_compared", "hw_runs_differing",
             *[c for c in CONSUMER_COLUMNS if c in by_config.columns]]  # fmt: skip
     cols = [c for c in cols if c in by_config.columns]
-    runs = tables.get("run_verdicts", pd.DataFrame())
+    runs = tables.get("run_verdicts")
+    if runs is None:
+        runs = pd.DataFrame(columns=["backend", "agreement", "safety", "hw_steps_compared"])
+    # Played runs only: a model-only run's "lost" is a prediction (counted in by_config's
+    # runs_unsafe all the same, and its loss steps are in the loss causes above).
+    played = runs[runs["backend"] != "model"]
+    model_lost = int((runs["safety"] == "lost").sum()) - int((played["safety"] == "lost").sum())
+    total = by_config.get("hw_steps_compared", pd.Series(dtype=int)).sum()
+    agreeing = by_config.get("hw_steps_agreeing", pd.Series(dtype=int)).sum()
     parts = [
         "<h2>Verdicts, high watermark and consumer</h2>",
-        f"<p>{int(by_config.get('runs_disagree', pd.Series(dtype=int)).sum())} run(s) disagree "
-        f"with the model; {int(by_config.get('runs_unsafe', pd.Series(dtype=int)).sum())} "
-        "lost data (safety), whether predicted or not. HW per step: "
-        f"{int(by_config.get('hw_steps_agreeing', pd.Series(dtype=int)).sum())}/"
-        f"{int(by_config.get('hw_steps_compared', pd.Series(dtype=int)).sum())} steps agree "
-        "(checkpointed HW on the brokers against the model's).</p>",
+        f"<p>Of {len(played)} runs played on brokers: "
+        f"{int((~played['agreement'].isin(['match', 'prevented'])).sum())}"
+        " disagree with the model (agreement); "
+        f"{int((played['safety'] == 'lost').sum())} lost data (safety), "
+        f"whether predicted or not. HW per step: {int(agreeing)}/{int(total)} steps agree "
+        "(checkpointed HW on the brokers against the model's). Model-only runs predicting a "
+        f"loss: {model_lost}.</p>",
         _table(by_config[cols]),
     ]
-    if len(runs):
-        notable = runs[
-            (runs["hw_steps_compared"] > 0)
-            | (runs["safety"] != "no loss")
-            | ~runs["agreement"].isin(["match", "prevented", "model only"])
+    if len(played):
+        notable = played[
+            (played["hw_steps_compared"] > 0)
+            | (played["safety"] != "no loss")
+            | ~played["agreement"].isin(["match", "prevented"])
         ]
         shown = notable.head(MAX_RUN_ROWS)
         parts += [
-            "<h3>Runs with a HW check, a loss or a disagreement</h3>",
-            f"<p>{len(shown)} of {len(notable)} such runs (of {len(runs)}); all runs are in "
-            "run_verdicts.csv.</p>",
+            "<h3>Played runs with a HW check, a loss or a disagreement</h3>",
+            f"<p>{len(shown)} of {len(notable)} such runs (of {len(played)} played); all runs "
+            "are in run_verdicts.csv.</p>",
             _table(shown),
         ]
     steps = tables.get("hw_by_step")

@@ -478,6 +478,9 @@ def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any
     text = page.read_text()
     assert "Verdicts, high watermark and consumer" in text
     assert "7/9 steps agree" in text and "<th>runs_unsafe</th>" in text
+    # r1 lost m2 as predicted: agreeing and unsafe; r2 disagrees; r4 is only a prediction.
+    assert "Of 3 runs played on brokers: 1 disagree with the model (agreement); 1 lost" in text
+    assert "Model-only runs predicting a loss: 0." in text
 
 
 def test_hunt_tables_of_a_runs_folder(tmp_path: Path, spark: Any) -> None:

@@ -30,6 +30,14 @@ from reference_model.events import Event
 # ReplicaFetcherThread.processPartitionData at TRACE (0.10: "Follower 2 set replica high
 # watermark for partition hwchaos-0 to 1"; 2.x on: "Follower set replica high watermark ...").
 HW_TRACED = re.compile(r"set replica high watermark for partition \S+ to (\d+)")
+# The offset a truncation cut the log to, as each version logs it: Log.truncateTo (0.10:
+# "Truncating log hwchaos-0 to offset 1."; 2.x on: "[Log partition=...] Truncating to offset
+# 1"), AbstractFetcherThread ("Truncating partition hwchaos-0 to local high watermark 1",
+# "... with TruncationState(offset=1, completed=true)").
+TRUNCATED_TO = re.compile(
+    r"Truncating (?:log \S+ |partition \S+ )?to (?:offset |local high watermark )?(\d+)"
+    r"|Truncating partition \S+ with TruncationState\(offset=(\d+)"
+)
 
 
 class FetchSteps(Settling):
@@ -46,12 +54,18 @@ class FetchSteps(Settling):
             return self.fetch_while_cut(k, name)
         self._wake_leader()
         before = self._truncations(name)
+        cuts0 = len(self._truncated_to(name))
         leo0 = self.leo(name)
         self._release(name)
         try:
             self._caught_up(name, before, k)
             note = self._isr_joined(k, name)
-            if self.leo(name) <= leo0:  # no records (a truncation may have cut the log)
+            # No records: the LEO is not above where the log stood at its lowest in this
+            # step (a truncation logged since the resume can have cut it below ``leo0``).
+            # A follower that truncated and fetched back to ``leo0`` did get records: its
+            # next Fetch is parked at the leader and its answer is not applied this step.
+            low = min([leo0, *self._truncated_to(name)[cuts0:]])
+            if self.leo(name) <= low:
                 note = "; ".join(x for x in (note, self._hw_learned(name)) if x)
         finally:
             self._hold(name)
@@ -122,6 +136,11 @@ class FetchSteps(Settling):
     def _truncations(self, name: str) -> int:
         """How many truncation decisions ("Truncating ...") the broker has logged."""
         return read_rotated(self.cluster.broker_log(name)).count("Truncating")
+
+    def _truncated_to(self, name: str) -> list[int]:
+        """The offsets the broker's logged truncations cut its log to, oldest first."""
+        text = read_rotated(self.cluster.broker_log(name))
+        return [int(a or b) for a, b in TRUNCATED_TO.findall(text)]
 
     def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.

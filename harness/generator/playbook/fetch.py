@@ -19,6 +19,7 @@ import re
 import time
 
 from harness import timing
+from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, wait_until
@@ -26,6 +27,8 @@ from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw
 from harness.readback.log4j import read_rotated
 from reference_model.events import Event
+from reference_model.run import RunResult
+from reference_model.state import PartitionState
 
 # ReplicaFetcherThread.processPartitionData at TRACE (0.10: "Follower 2 set replica high
 # watermark for partition hwchaos-0 to 1"; 2.x on: "Follower set replica high watermark ...").
@@ -42,6 +45,19 @@ TRUNCATED_TO = re.compile(
 
 class FetchSteps(Settling):
     """``fetch``, ``fetch_request``, ``leader_epoch_request``; a held-back follower's fetch."""
+
+    _played_run: RunResult | None = None
+
+    def _played(self, k: int) -> PartitionState:
+        """The model's state after step ``k`` *as played* (harness.checker.realised).
+
+        The fences bound what they wait for by the model the run is judged on: a follower's
+        fetch round leaves its next Fetch at the leader, which moves the leader's HW; the
+        scenario as written has no such request and predicts a lower leader HW.
+        """
+        if self._played_run is None:
+            self._played_run = realised_run(self.prediction)
+        return self._played_run.steps[k].state
 
     def do_fetch(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
@@ -87,8 +103,14 @@ class FetchSteps(Settling):
         log_dir = self.cluster.log_dir(name)
         lead_dir = self.cluster.log_dir(lead)
 
+        # The leader's checkpoint lags its HW by up to its checkpoint interval: F's Fetch may
+        # have just moved the HW the parked answer will carry, so the HW the leader reports
+        # (ListOffsets, read once the fetch round is over) counts as well.
+        lead_hw = self.leader_hw()
+
         def target() -> int:
-            return min(checkpointed_hw(lead_dir, TOPIC, PARTITION), self.leo(name))
+            lead_now = max(lead_hw, checkpointed_hw(lead_dir, TOPIC, PARTITION))
+            return min(lead_now, self.leo(name))
 
         try:
             wait_until(
@@ -188,7 +210,7 @@ class FetchSteps(Settling):
         settled = min(self.leo(n) for n in isr if n not in self.down)
         # From 3.7 (KAFKA-15583) the HW stays put while the ISR is below
         # min.insync.replicas: never wait past what the model says the leader's HW is.
-        st = self.prediction.steps[k].state
+        st = self._played(k)
         if 0 <= st.controller.leader < len(self.names) and self.names[st.controller.leader] == lead:
             model_leader = st.replicas[st.controller.leader]
             settled = min(settled, model_leader.hw)

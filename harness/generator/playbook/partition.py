@@ -19,10 +19,59 @@ catch-up is then at least one expiry period (half the lag) after F's.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.held import HeldSteps
 from reference_model.events import Event
+
+if TYPE_CHECKING:
+    from reference_model.run import RunResult
+
+
+def fetch_first(
+    prediction: RunResult,
+    steps: Sequence[Event],
+    names: Sequence[str],
+    k: int,
+    links: Iterable[tuple[str, str]],
+) -> list[str]:
+    """Followers that partition step ``k`` (cutting ``links``) must let fetch before the cut.
+
+    Those the next ``isr_shrink`` (same leader, of another follower this partition also
+    cuts) keeps in the model's ISR, and whose fetch now would copy nothing and change
+    nothing the model knows (same log and HW as the leader, no write in flight).
+    """
+    before = prediction.steps[k - 1].state
+    li = before.controller.leader
+    if li < 0:
+        return []
+    lead = names[li]
+    cut = {d for s, d in links if s == lead} | {s for s, d in links if d == lead}
+    lead_rep = before.replicas[li]
+    for j, ev in enumerate(steps[k:], start=k + 1):
+        if ev.kind != "isr_shrink":
+            continue
+        after = prediction.steps[j].state
+        f = names[ev.replica]
+        if after.controller.leader != li or f not in cut:
+            return []
+        keep = []
+        for g_i in sorted(after.controller.isr):
+            rep = before.replicas[g_i]
+            if (
+                names[g_i] not in (f, lead)
+                and names[g_i] in cut
+                and len(rep.log) == len(lead_rep.log)
+                and rep.hw == lead_rep.hw
+                and not rep.needs_truncation
+                and before.inflight[g_i] is None
+                and g_i not in before.controller.pending
+            ):
+                keep.append(names[g_i])
+        return keep
+    return []
 
 
 class PartitionSteps(HeldSteps):
@@ -47,37 +96,13 @@ class PartitionSteps(HeldSteps):
 
         Returns the note saying who ran and how long ("" when nobody needed to).
         """
-        before = self.prediction.steps[k - 1].state
-        li = before.controller.leader
-        if li < 0:
-            return ""
-        lead = self.names[li]
-        cut = {d for s, d in links if s == lead} | {s for s, d in links if d == lead}
-        lead_rep = before.replicas[li]
-        keep: list[str] = []
-        for j, ev in enumerate(self.scenario.steps[k:], start=k + 1):
-            if ev.kind != "isr_shrink":
-                continue
-            after = self.prediction.steps[j].state
-            f = self.names[ev.replica]
-            if after.controller.leader != li or f not in cut:
-                break
-            for g_i in sorted(after.controller.isr):
-                g = self.names[g_i]
-                rep = before.replicas[g_i]
-                if (
-                    g not in (f, lead)
-                    and g in cut
-                    and g in self.held
-                    and g not in self.cut_from_controller()
-                    and len(rep.log) == len(lead_rep.log)
-                    and rep.hw == lead_rep.hw
-                    and not rep.needs_truncation
-                    and before.inflight[g_i] is None
-                    and g_i not in before.controller.pending
-                ):
-                    keep.append(g)
-            break
+        li = self.prediction.steps[k - 1].state.controller.leader
+        lead = self.names[li] if li >= 0 else ""
+        keep = [
+            g
+            for g in fetch_first(self.prediction, self.scenario.steps, self.names, k, links)
+            if g in self.held and g not in self.cut_from_controller()
+        ]
         if not keep or lead in self.held or lead in self.down:
             return ""
         lag = int(self.cluster.brokers[lead].props.get("replica.lag.time.max.ms", 0)) / 1000

@@ -251,12 +251,19 @@ class FetchSteps(Settling):
         t0 = time.perf_counter()
         self._wake_leader()
         self._release(name)
+        learned = ""
         try:
             wait_until(done, f"{name}'s fetch as a held-back follower", self.timeout, self._seen)
+            if not fenced and not self.gone(name):
+                # Served: the leader puts F back in the ISR (a ZooKeeper write before 2.x)
+                # while handling F's fetch, before F has the answer; F takes the HW from it
+                # only when it arrives. Paused earlier, F's HW would be its old one.
+                learned = self._hw_learned(name)
         finally:
             self._hold(name)
         what = "fenced (FENCED_LEADER_EPOCH)" if fenced else "served"
         if joins and not fenced:
             what += ", back in the ISR"
         took = time.perf_counter() - t0
-        return f"realised: {name} ran {took:.1f} s, still cut from the controller: {what}"
+        note = f"realised: {name} ran {took:.1f} s, still cut from the controller: {what}"
+        return f"{note}; {learned}" if learned else note

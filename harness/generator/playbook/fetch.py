@@ -10,7 +10,8 @@ by F's last fetch step (see :meth:`FetchSteps.do_fetch_request`), else a whole f
 ``leader_epoch_request`` plays as a fetch from 0.11 on. A follower cut from the controller
 fetches from the leader it last heard of with its stale leader epoch (the zombie follower
 of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's outcome
-(F's log, F's fetcher fenced with FENCED_LEADER_EPOCH, F back in the ISR).
+(F's log, F's fetcher fenced with FENCED_LEADER_EPOCH, F back in the ISR; served, F
+applied the leader's HW).
 """
 
 from __future__ import annotations

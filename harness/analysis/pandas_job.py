@@ -18,14 +18,19 @@ import pandas as pd
 from harness.analysis.common import (
     CAUSE_KEYS,
     CONFIG_KEYS,
+    HW_STEP_KEYS,
     MEASURES,
     REPLICA_COLUMNS,
     RUN_MEASURES,
     SCENARIO_KEYS,
     SOURCES,
     WRITE_COLUMNS,
+    hunt_files,
+    hunt_frame,
+    hw_step_table,
     locate,
     normalise,
+    run_verdicts,
     write_tables,
 )
 
@@ -127,7 +132,36 @@ def summarise(root: Path) -> dict[str, pd.DataFrame]:
     lost = lost.merge(runs[["run_id", "scenario", "version", "protocol"]], on="run_id")
     causes = lost.groupby(CAUSE_KEYS, as_index=False).size().rename(columns={"size": "lost_writes"})
     out["loss_causes"] = normalise(causes[[*CAUSE_KEYS, "lost_writes"]], CAUSE_KEYS)
+    out["run_verdicts"] = run_verdicts(runs)
+    out["hw_by_step"] = hw_by_step(runs, files["steps"])
+    hunts = hunt_files(root)
+    if hunts:
+        out["hunt_confirm"] = hunt_frame(pd.concat([pd.read_parquet(f) for f in hunts]))
     return out
+
+
+def hw_by_step(runs: pd.DataFrame, files: list[str]) -> pd.DataFrame:
+    """Per (scenario, version, step, event): replica-steps where a broker's checkpointed HW
+    was observed, and how it compares with the model's HW for the events played."""
+    from harness.analysis.spark_inputs import hw_steps
+
+    s = hw_steps(files).to_pandas()
+    s = s.merge(runs[["run_id", "scenario", "version"]], on="run_id")
+    o, m = s["observed_hw"], s["realised_hw"]
+    s = s.assign(
+        hw_compared=1,
+        hw_agreeing=(o == m).astype("int64"),
+        hw_below_model=(o < m).astype("int64"),
+        hw_above_model=(o > m).astype("int64"),
+    )
+    g = s.groupby(HW_STEP_KEYS, as_index=False).agg(
+        runs=("run_id", "nunique"),
+        hw_compared=("hw_compared", "sum"),
+        hw_agreeing=("hw_agreeing", "sum"),
+        hw_below_model=("hw_below_model", "sum"),
+        hw_above_model=("hw_above_model", "sum"),
+    )
+    return hw_step_table(g)
 
 
 def analyze(root: Path, out: Path) -> dict[str, pd.DataFrame]:

@@ -18,7 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis.common import CONFIG_KEYS
+from harness.analysis.common import CONFIG_KEYS, CONSUMER_COLUMNS
+
+MAX_RUN_ROWS = 200  # runs listed in the verdicts table; the CSV has them all
 
 MAX_BARS = 40  # beyond this a horizontal bar chart stops being readable
 
@@ -121,6 +123,68 @@ def _table(df: pd.DataFrame) -> str:
     return df.to_html(index=False, border=0, escape=True) if len(df) else "<p>none</p>"
 
 
+def verdict_section(tables: dict[str, pd.DataFrame]) -> list[str]:
+    """The two verdicts, the per-step HW check and the consumer anomalies, per config and run.
+
+    Agreement and safety are shown side by side and counted apart, so a run that lost data
+    exactly as the model predicted shows as agreeing *and* unsafe.
+    """
+    by_config = tables["by_config"]
+    cols = [*CONFIG_KEYS, "runs", "runs_played", "runs_disagree", "runs_unsafe",
+            "hw_steps_agreeing", "hw_steps_compared", "hw_runs_differing",
+            *[c for c in CONSUMER_COLUMNS if c in by_config.columns]]  # fmt: skip
+    cols = [c for c in cols if c in by_config.columns]
+    runs = tables.get("run_verdicts")
+    if runs is None:
+        runs = pd.DataFrame(columns=["backend", "agreement", "safety", "hw_steps_compared"])
+    # Played runs only: a model-only run's "lost" is a prediction (counted in by_config's
+    # runs_unsafe all the same, and its loss steps are in the loss causes above).
+    played = runs[runs["backend"] != "model"]
+    model_lost = int((runs["safety"] == "lost").sum()) - int((played["safety"] == "lost").sum())
+    total = by_config.get("hw_steps_compared", pd.Series(dtype=int)).sum()
+    agreeing = by_config.get("hw_steps_agreeing", pd.Series(dtype=int)).sum()
+    parts = [
+        "<h2>Verdicts, high watermark and consumer</h2>",
+        f"<p>Of {len(played)} runs played on brokers: "
+        f"{int((~played['agreement'].isin(['match', 'prevented'])).sum())}"
+        " disagree with the model (agreement); "
+        f"{int((played['safety'] == 'lost').sum())} lost data (safety), "
+        f"whether predicted or not. HW per step: {int(agreeing)}/{int(total)} steps agree "
+        "(checkpointed HW on the brokers against the model's). Model-only runs predicting a "
+        f"loss: {model_lost}.</p>",
+        _table(by_config[cols]),
+    ]
+    if len(played):
+        notable = played[
+            (played["hw_steps_compared"] > 0)
+            | (played["safety"] != "no loss")
+            | ~played["agreement"].isin(["match", "prevented"])
+        ]
+        shown = notable.head(MAX_RUN_ROWS)
+        parts += [
+            "<h3>Played runs with a HW check, a loss or a disagreement</h3>",
+            f"<p>{len(shown)} of {len(notable)} such runs (of {len(played)} played); all runs "
+            "are in run_verdicts.csv.</p>",
+            _table(shown),
+        ]
+    steps = tables.get("hw_by_step")
+    if steps is not None and len(steps):
+        parts += [
+            "<h3>HW per step</h3>",
+            "<p>Replica-steps where a broker's checkpointed HW was observed, against the "
+            "model's HW for the events played: agreeing, below the model (lagging) or above.</p>",
+            _table(steps),
+        ]
+    hunt = tables.get("hunt_confirm")
+    if hunt is not None:
+        parts += [
+            "<h2>Hunt: counterexamples played on brokers</h2>",
+            "<p>explore --confirm classifications, one row per counterexample played.</p>",
+            _table(hunt),
+        ]
+    return parts
+
+
 def write_report(
     tables: dict[str, pd.DataFrame], out: Path, engine: str = "", source: str = ""
 ) -> Path:
@@ -168,6 +232,7 @@ def write_report(
         f"the model in a record at some offset; {int(played['epoch_mismatches'].sum())} "
         "only in a leader epoch.</p>",
         _table(mism[mism_cols]),
+        *verdict_section(tables),
         "<h2>By config</h2>",
         _table(by_config),
         "<h2>By scenario and version</h2>",

@@ -15,12 +15,13 @@ from typing import Any
 
 import pandas as pd
 
-from harness.analysis.common import locate
+from harness.analysis.common import RUN_COLUMNS, locate
 
 RUNS_DDL = (
     "run_id string, scenario string, version string, protocol string, acks string, "
     "min_insync long, unclean boolean, rf long, backend string, records long, "
-    "verdict string, model_match boolean"
+    "verdict string, model_match boolean, agreement string, safety string, "
+    + ", ".join(f"{c} long" for c in RUN_COLUMNS[RUN_COLUMNS.index("safety") + 1 :])
 )
 REPLICAS_DDL = "run_id string, source string, replica string, offset long, epoch int, record string"
 WRITES_DDL = (
@@ -56,7 +57,8 @@ def plan(
     """The read and shuffle sizing for ``files``, from their footers' row counts."""
     import pyarrow.parquet as pq
 
-    metas = [pq.read_metadata(f) for fs in files.values() for f in fs]
+    # The replica and write rows are what the main job reads; steps are a side query.
+    metas = [pq.read_metadata(f) for k in ("replicas", "writes") for f in files.get(k, [])]
     rows = sum(m.num_rows for m in metas)
     size = sum(m.row_group(i).total_byte_size for m in metas for i in range(m.num_row_groups))
     small = rows <= (SMALL_ROWS if small_rows is None else small_rows)
@@ -143,6 +145,53 @@ def to_spark(spark: Any, files: list[str], ddl: str, small: bool, table: Any = N
     return spark.createDataFrame(_arrow(files, ddl) if table is None else table, schema)
 
 
+STEPS_DDL = "run_id string, step int, event string, observed_hw long, realised_hw long"
+
+
+def hw_steps(files: list[str]) -> Any:
+    """The rows of the per-step HW check (observed_hw >= 0) of every steps file, as Arrow.
+
+    Pure pyarrow, used by both engines' readers: folders written before the check have no
+    ``observed_hw``/``realised_hw`` columns (read as -1, so never compared), and a model-only
+    run has -1 throughout, so most steps files contribute no row at all.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    schema = struct_arrow(STEPS_DDL)
+    tables = []
+    for f in files:
+        meta = pq.read_metadata(f)
+        names = meta.schema.names
+        if not {"observed_hw", "realised_hw"} <= set(names) or _none_observed(meta, names):
+            continue
+        t = pq.read_table(f, columns=schema.names).replace_schema_metadata().cast(schema)
+        t = t.filter(pc.greater_equal(pc.fill_null(t.column("observed_hw"), -1), 0))
+        if t.num_rows:
+            tables.append(t)
+    return pa.concat_tables(tables).combine_chunks() if tables else schema.empty_table()
+
+
+def _none_observed(meta: Any, names: list[str]) -> bool:
+    """The footer's statistics say no row has ``observed_hw >= 0`` (a model-only run): the
+    file's rows need not be read."""
+    col = names.index("observed_hw")
+    for i in range(meta.num_row_groups):
+        stats = meta.row_group(i).column(col).statistics
+        if stats is None or not stats.has_min_max or stats.max >= 0:
+            return False
+    return True
+
+
+def struct_arrow(ddl: str) -> Any:
+    """The ``name type, ...`` schema string as an Arrow schema."""
+    import pyarrow as pa
+
+    kinds = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "boolean": pa.bool_()}
+    return pa.schema([(p.split()[0], kinds[p.split()[1]]) for p in ddl.split(",")])
+
+
 @dataclass(frozen=True)
 class Inputs:
     """What the driver learns from the input without Spark (:func:`prepare`)."""
@@ -152,6 +201,9 @@ class Inputs:
     sizing: Plan  # with one core: :func:`summarise` re-plans a large input for the session's
     replicas: Any  # Arrow tables on the small path, else None
     writes: Any
+    # The steps rows with an observed HW (:func:`hw_steps`), read here too: a matrix has a
+    # steps file per run, and opening them overlaps the JVM's start-up this way.
+    steps: Any = None
 
 
 def prepare(root: Path, small_rows: int | None = None) -> Inputs:
@@ -163,10 +215,10 @@ def prepare(root: Path, small_rows: int | None = None) -> Inputs:
     runs, files = locate(root)
     sizing = plan(files, 1, small_rows)
     if not sizing.small:
-        return Inputs(runs, files, sizing, None, None)
+        return Inputs(runs, files, sizing, None, None, hw_steps(files["steps"]))
     replicas = _arrow(files["replicas"], REPLICAS_DDL) if files["replicas"] else None
     writes = _arrow(files["writes"], WRITES_DDL) if files["writes"] else None
-    return Inputs(runs, files, sizing, replicas, writes)
+    return Inputs(runs, files, sizing, replicas, writes, hw_steps(files["steps"]))
 
 
 def replica_names(files: list[str], table: Any = None, limit: int = MAX_SLOTS) -> list[str] | None:

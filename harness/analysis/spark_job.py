@@ -50,11 +50,17 @@ from harness.analysis import spark_sql
 from harness.analysis.common import (
     CAUSE_KEYS,
     CONFIG_KEYS,
+    HW_STEP_KEYS,
+    HW_STEP_MEASURES,
     MEASURES,
     RUN_COLUMNS,
     SCENARIO_KEYS,
+    hunt_files,
+    hunt_frame,
+    hw_step_table,
     locate,
     normalise,
+    run_verdicts,
     write_tables,
 )
 from harness.analysis.spark_cds import ClassArchive, jvm_pid
@@ -64,9 +70,11 @@ from harness.analysis.spark_inputs import (
     ROWS_PER_PARTITION,
     RUNS_DDL,
     SMALL_ROWS,
+    STEPS_DDL,
     WRITES_DDL,
     Inputs,
     Plan,
+    hw_steps,
     plan,
     prepare,
     replica_names,
@@ -137,7 +145,42 @@ def summarise(
         out[name] = normalise(both[both["gid"] == spark_sql.gid(keys)][[*keys, *MEASURES]], keys)
     cause_rows = both[both["gid"] == -1][[*CAUSE_KEYS, "lost_writes"]]
     out["loss_causes"] = normalise(cause_rows, CAUSE_KEYS)
+    out["run_verdicts"] = run_verdicts(runs_pd)
+    out["hw_by_step"] = hw_by_step(spark, runs, files["steps"], inputs.steps)
+    hunts = hunt_files(root)
+    if hunts:
+        # A few rows per hunt: read by Spark (so the table is Spark's), typed on the driver;
+        # tables of older hunts may lack a column (mergeSchema fills it with nulls).
+        df = spark.read.option("mergeSchema", "true").parquet(*hunts)
+        out["hunt_confirm"] = hunt_frame(_pandas(df))
     return out
+
+
+_HW_BY_STEP = """SELECT r.scenario, r.version, s.step, s.event,
+       CAST(count(DISTINCT s.run_id) AS BIGINT) AS runs, CAST(count(*) AS BIGINT) AS hw_compared,
+       CAST(sum(CAST(s.observed_hw = s.realised_hw AS INT)) AS BIGINT) AS hw_agreeing,
+       CAST(sum(CAST(s.observed_hw < s.realised_hw AS INT)) AS BIGINT) AS hw_below_model,
+       CAST(sum(CAST(s.observed_hw > s.realised_hw AS INT)) AS BIGINT) AS hw_above_model
+FROM {steps} s JOIN {runs} r ON s.run_id = r.run_id
+WHERE coalesce(s.observed_hw, -1) >= 0
+GROUP BY r.scenario, r.version, s.step, s.event"""
+
+
+def hw_by_step(spark: Any, runs: Any, files: list[str], table: Any = None) -> pd.DataFrame:
+    """``hw_by_step`` on Spark (see :func:`harness.analysis.pandas_job.hw_by_step`).
+
+    The driver first keeps only the steps rows a broker's HW was observed for (pyarrow,
+    :func:`hw_steps`; ``table``: what :func:`prepare` already read): a model-only matrix has
+    none, and then no Spark job is run at all.
+    """
+    if table is None:
+        table = hw_steps(files)
+    if not table.num_rows:
+        empty = {c: pd.Series(dtype="int64") for c in HW_STEP_MEASURES}
+        keys = {c: pd.Series(dtype="int64" if c == "step" else str) for c in HW_STEP_KEYS}
+        return hw_step_table(pd.DataFrame({**keys, **empty}))
+    steps = spark.createDataFrame(table, struct_type(STEPS_DDL))
+    return hw_step_table(_pandas(spark.sql(_HW_BY_STEP, steps=steps, runs=runs)))
 
 
 def analyze(

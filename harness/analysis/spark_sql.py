@@ -16,7 +16,13 @@ DataFrame as a temporary view for the statement and quotes each string as a SQL 
 
 from __future__ import annotations
 
-from harness.analysis.common import CAUSE_KEYS, CONFIG_KEYS, MEASURES, SCENARIO_KEYS
+from harness.analysis.common import (
+    CAUSE_KEYS,
+    CONFIG_KEYS,
+    MEASURES,
+    META_MEASURES,
+    SCENARIO_KEYS,
+)
 
 # The grouping columns of the summary aggregation, in grouping_id() bit order.
 GROUP_COLUMNS = [*CONFIG_KEYS, "scenario"]
@@ -207,9 +213,10 @@ def _derived(single: bool) -> str:
         for c in ("writes_acked", "acked_lost", "divergent_offsets")
         for s in ("predicted", "observed")
     )
+    meta = ", ".join(f"r.{c}" for c in META_MEASURES)
     return f"""runs_h AS (SELECT *, xxhash64(run_id) AS run_h FROM runs_in),
 joined AS (
-  SELECT {join_hint("m", single)}{keys}, {m}
+  SELECT {join_hint("m", single)}{keys}, {meta}, {m}
   FROM runs_h r LEFT JOIN measures m ON r.run_h = m.run_h),
 played_runs AS (
   SELECT *, CAST(greatest(obs_replicas, obs_writes) AS BIGINT) AS played FROM joined),
@@ -220,7 +227,8 @@ metrics AS (
          {sides},
          {evidence},
          CASE WHEN played > 0 THEN acked_lost_predicted ELSE 0L END
-           AS acked_lost_predicted_played
+           AS acked_lost_predicted_played,
+         {", ".join(META_MEASURES)}
   FROM played_runs)"""
 
 

@@ -70,7 +70,15 @@ def run_info(record: RunRecord, verdict: Verdict | None, prediction: RunResult) 
             "consumer": {
                 k: v
                 for k, v in (verdict.consumer if verdict else {}).items()
-                if k in ("summary", "observed", "predicted", "anomalies_as_predicted")
+                if k
+                in (
+                    "summary",
+                    "reads_compared",
+                    "reads_agreeing",
+                    "observed",
+                    "predicted",
+                    "anomalies_as_predicted",
+                )
             },
         },
     )

@@ -110,5 +110,29 @@ def two_verdicts(info: RunInfo | dict[str, Any]) -> TwoVerdicts:
         model_only=doc.get("backend") == "model",
         lost_acked=sorted(str(r) for r in doc.get("lost_acked") or []),
         divergent_offsets=sorted(int(o) for o in doc.get("divergent_offsets") or []),
-        consumer_anomalies=[str(a) for a in extra.get("consumer_anomalies") or []],
+        consumer_anomalies=[str(a) for a in extra.get("consumer_anomalies") or []]
+        or consumer_anomaly_words(extra.get("consumer") or {}),
     )
+
+
+# The consumer oracle's anomalies that make a run unsafe on their own: a consumer read a
+# record that was later gone, saw the HW go back, or was served above the committed HW.
+# ("lost" and "divergent_offsets" are the run's own lost_acked / divergent_offsets.)
+UNSAFE_READS = ("read_then_lost", "hw_regression", "uncommitted_read")
+
+
+def consumer_anomaly_words(consumer: dict[str, Any]) -> list[str]:
+    """One short phrase per anomaly the consumer oracle observed (``extra["consumer"]``)."""
+    observed = consumer.get("observed") or {}
+    out: list[str] = []
+    for kind in UNSAFE_READS:
+        for item in observed.get(kind) or []:
+            if isinstance(item, dict) and "record" in item:
+                what = f"{item['record']}@{item.get('offset', '?')}"
+                out.append(f"{kind.replace('_', '-')} {what} (step {item.get('step', '?')})")
+            elif isinstance(item, dict):  # an HW regression: the leader's HW a consumer saw
+                what = f"{item.get('before', '?')} -> {item.get('after', '?')}"
+                out.append(f"{kind.replace('_', '-')} {what} (step {item.get('step', '?')})")
+            else:
+                out.append(f"{kind.replace('_', '-')} {item}")
+    return out

@@ -49,7 +49,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"hwchaos run: {exc}", file=sys.stderr)
         return 2
     scenario = load_scenario(args.scenario).with_overrides(**overrides(args))  # type: ignore[arg-type]
-    print(f"settings: {scenario.settings_text()}; Kafka {version.name}", flush=True)
+    # Before the first step, in Kafka's names; with --json stdout is the JSON document alone.
+    print(
+        f"settings: {scenario.settings_text()}; Kafka {version.name}",
+        file=sys.stderr if args.json else sys.stdout,
+        flush=True,
+    )
     if args.backend == "local":
         from harness.db.runtime.local import kill_leftovers
 

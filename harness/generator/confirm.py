@@ -27,6 +27,7 @@ other counterexamples point at that run (``same_run_as``).
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -253,6 +254,51 @@ class Counterexample:
     file: str
 
 
+# explore --confirm's classifications, one row per counterexample played, as a table the
+# analysis pipeline reads (``hwchaos analyze`` on the confirm folder: ``hunt_confirm``).
+CONFIRM_TABLE = "confirm.parquet"
+CONFIRM_COLUMNS = [
+    "hunt",
+    "index", "invariant", "profile", "version", "backend", "ordering", "classification",
+    "reason", "run_folder", "observed_verdict", "seconds", "same_run_as",
+]  # fmt: skip
+
+
+def write_table(
+    results: list[Confirmation], version: KafkaVersion, backend: str, runs: Path
+) -> Path:
+    """``RUNS/confirm.parquet``, rewritten whole after each counterexample (tmp, then rename):
+    a confirm that is killed keeps the rows of what it played, never a half-written file."""
+    import pandas as pd
+
+    rows = [
+        {
+            "hunt": runs.name,  # the confirm folder: tells hunts apart in a runs/ of many
+            "index": r.index,
+            "invariant": r.invariant,
+            "profile": version.generation,
+            "version": version.name,
+            "backend": backend,
+            "ordering": ", ".join(r.steps),
+            "classification": r.classification,
+            "reason": r.reason,
+            "run_folder": r.run_folder,
+            "observed_verdict": str(r.observed.get("verdict", "")),
+            "seconds": float(r.seconds),
+            "same_run_as": -1 if r.same_run_as is None else r.same_run_as,
+        }
+        for r in results
+    ]
+    df = pd.DataFrame(rows, columns=CONFIRM_COLUMNS).astype(
+        {"index": "int64", "seconds": "float64", "same_run_as": "int64"}
+    )
+    runs.mkdir(parents=True, exist_ok=True)
+    tmp = runs / (CONFIRM_TABLE + ".tmp")
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, runs / CONFIRM_TABLE)
+    return runs / CONFIRM_TABLE
+
+
 def confirm(
     found: list[Counterexample],
     version: KafkaVersion,
@@ -292,6 +338,7 @@ def confirm(
                     same_run_as=first.index,
                 )
             )
+            write_table(out, version, backend, runs)
             continue
         folder = runs / f"{i:02d}-{sc.name}"
         if folder.exists():
@@ -330,6 +377,7 @@ def confirm(
         progress(f"[{i}/{total}] {label}: {reason} ({c.seconds:.0f}s)")
         played[key] = c
         out.append(c)
+        write_table(out, version, backend, runs)
     return out
 
 

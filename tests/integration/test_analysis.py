@@ -5,7 +5,7 @@ One SparkSession for the module (starting a JVM costs seconds); every Spark test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,13 @@ import pytest
 
 from harness.analysis import pandas_job, spark_job
 from harness.analysis.cli import main as analyze_main
-from harness.analysis.common import MEASURES, TABLE_NAMES, locate
+from harness.analysis.common import MEASURES, META_MEASURES, TABLE_NAMES, locate
 from harness.analysis.report import write_report
 from harness.analysis.synthetic import Spec, generate
 from harness.checker import results
 from harness.cli.matrix import main as matrix_main
+from harness.db.catalogue.versions import resolve_version
+from harness.generator import confirm
 
 pytestmark = pytest.mark.spark
 
@@ -37,8 +39,8 @@ def assert_same(
     spark_tables: dict[str, pd.DataFrame], pandas_tables: dict[str, pd.DataFrame]
 ) -> None:
     """Spark's tables equal pandas' exactly (same columns, dtypes, rows and order)."""
-    assert set(spark_tables) == set(pandas_tables) == set(TABLE_NAMES)
-    for name in TABLE_NAMES:
+    assert set(spark_tables) == set(pandas_tables) >= set(TABLE_NAMES)
+    for name in spark_tables:
         pdt.assert_frame_equal(spark_tables[name], pandas_tables[name], check_exact=True)
 
 
@@ -47,7 +49,14 @@ Write = tuple[str, str, bool, int, str]  # source, record, lost, lost_step, lost
 
 
 def _run(
-    root: Path, run_id: str, version: str, protocol: str, reps: list[Row], ws: list[Write]
+    root: Path,
+    run_id: str,
+    version: str,
+    protocol: str,
+    reps: list[Row],
+    ws: list[Write],
+    steps: Sequence[tuple[int, str, str, int, int]] = (),
+    **fields: Any,
 ) -> None:
     info = results.RunInfo(
         run_id=run_id,
@@ -60,6 +69,7 @@ def _run(
         unclean=False,
         rf=2,
         records=1,
+        **fields,
     )
     replicas = [
         {"run_id": run_id, "source": s, "replica": r, "offset": o, "epoch": e, "record": rec}
@@ -79,7 +89,14 @@ def _run(
         }
         for s, rec, lost, step, event in ws
     ]
-    results.write_run(root / "cells" / run_id, info, replicas, writes, [])
+    step_rows = [
+        {"run_id": run_id, "step": k, "event": ev, "replica": r, "alive": True, "role": "",
+         "leo": 0, "hw": m, "checkpoint_hw": 0, "flushed": 0, "epochs": "", "log": "",
+         "leader": "A", "leader_epoch": 0, "isr": "A", "seconds": None, "observed_hw": o,
+         "realised_hw": m}
+        for k, ev, r, o, m in steps
+    ]  # fmt: skip
+    results.write_run(root / "cells" / run_id, info, replicas, writes, step_rows)
 
 
 def tiny(root: Path) -> None:
@@ -89,6 +106,9 @@ def tiny(root: Path) -> None:
     r2 (2.1.1, played): B holds mX on disk where the model said m1 (mismatch, divergence).
     r3 (2.1.1, played): the right record under another epoch (epoch mismatch only).
     r4 (model:hw, model-only): divergent at offset 1, m2 lost at step 3.
+    r1 and r2 carry the per-step HW check and the consumer oracle (run.json ``extra``); r1
+    lost m2 as predicted (agreement match, safety lost); r2 is a model mismatch; r3 is an
+    older folder without either (counts 0).
     An interrupted folder (no run.json, corrupt Parquet) must be ignored.
     """
     p, o = "predicted", "observed"
@@ -100,6 +120,20 @@ def tiny(root: Path) -> None:
         [(s, r, off, rec, 0) for s in (p, o) for r, off, rec in
          [("A", 0, "m1"), ("A", 1, "m2"), ("B", 0, "m1"), ("B", 1, "m3")]],
         [(p, "m2", True, 9, "restart A"), (o, "m2", True, -1, "")],
+        steps=[(1, "crash A", "A", 2, 2), (1, "crash A", "B", -1, 2)],
+        verdict="lost_acked",
+        lost_acked=["m2"],
+        extra={
+            "hw": {"steps_compared": 5, "steps_agreeing": 5, "first_step": None},
+            "consumer": {
+                "observed": {"lost": ["m2"], "read_then_lost": [{"record": "m2", "offset": 1}],
+                             "hw_regression": [], "uncommitted_read": [],
+                             "divergent_offsets": [1]},
+                "predicted": {"lost": ["m2"], "read_then_lost": [], "hw_regression": [],
+                              "uncommitted_read": [], "divergent_offsets": [1]},
+                "anomalies_as_predicted": False,
+            },
+        },
     )  # fmt: skip
     _run(
         root,
@@ -108,8 +142,21 @@ def tiny(root: Path) -> None:
         "kip320",
         [(p, "A", 0, "m1", 0), (p, "B", 0, "m1", 0), (o, "A", 0, "m1", 0), (o, "B", 0, "mX", 0)],
         [(p, "m1", False, -1, ""), (o, "m1", False, -1, "")],
-    )
+        steps=[(1, "crash A", "A", 2, 2), (1, "crash A", "B", 1, 2), (2, "restart A", "A", 3, 2),
+               (2, "restart A", "B", -1, 2)],
+        verdict="model_mismatch",
+        model_match=False,
+        extra={
+            "hw": {"steps_compared": 4, "steps_agreeing": 2, "first_step": 3},
+            "consumer": {"observed": {"hw_regression": [{"step": 3}, {"step": 4}]},
+                         "predicted": {}},
+        },
+    )  # fmt: skip
     _run(root, "r3", "2.1.1", "kip320", [(p, "A", 0, "m1", 0), (o, "A", 0, "m1", 1)], [])
+    # r3's steps.parquet predates the per-step HW columns.
+    pd.DataFrame({"run_id": ["r3"], "step": [1], "event": ["crash A"], "hw": [1]}).to_parquet(
+        root / "cells" / "r3" / "steps.parquet"
+    )
     _run(
         root,
         "r4",
@@ -139,6 +186,21 @@ TINY_BY_CONFIG = {
         acked_lost_predicted_played=1,
         divergent_offsets_predicted=1,
         divergent_offsets_observed=2,
+        hw_steps_compared=9,
+        hw_steps_agreeing=7,
+        hw_runs_differing=1,
+        consumer_lost_predicted=1,
+        consumer_lost_observed=1,
+        consumer_read_then_lost_predicted=0,
+        consumer_read_then_lost_observed=1,
+        consumer_hw_regression_predicted=0,
+        consumer_hw_regression_observed=2,
+        consumer_uncommitted_read_predicted=0,
+        consumer_uncommitted_read_observed=0,
+        consumer_divergent_offsets_predicted=1,
+        consumer_divergent_offsets_observed=1,
+        runs_disagree=1,
+        runs_unsafe=1,
     ),
     "model:hw": dict(
         runs=1,
@@ -155,6 +217,7 @@ TINY_BY_CONFIG = {
         acked_lost_predicted_played=0,
         divergent_offsets_predicted=1,
         divergent_offsets_observed=0,
+        **{m: 0 for m in META_MEASURES},
     ),
 }
 
@@ -353,3 +416,81 @@ def test_cli_pandas_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert analyze_main([str(tmp_path), "--engine", "pandas"]) == 0
     assert (tmp_path / "analysis" / "report.html").is_file()
     assert "loss_causes.parquet" in capsys.readouterr().out
+
+
+def _confirm_folder(root: Path) -> None:
+    """A synthetic ``explore --confirm`` folder: two played runs and a shared ordering."""
+    tiny(root)
+    version = resolve_version("2.1.1")
+
+    def one(i: int, label: str, folder: str, same: int | None = None) -> confirm.Confirmation:
+        return confirm.Confirmation(
+            index=i, invariant="acked_durable", steps=["crash A", "restart A"],
+            scenario_file=f"cx{i}.yaml", classification=label, reason=f"why {i}",
+            run_folder=str(root / "cells" / folder), model_verdict={},
+            observed={"verdict": "lost_acked"}, seconds=1.5 * i, same_run_as=same,
+        )  # fmt: skip
+
+    played = [one(2, confirm.CONFIRMED, "r1"), one(1, confirm.MISMATCH, "r2")]
+    confirm.write_table([*played, one(3, confirm.CONFIRMED, "r1", same=2)], version, "local", root)
+
+
+@READ_PATHS
+def test_hunt_confirm_table(tmp_path: Path, spark: Any, small_rows: int | None) -> None:
+    """analyze on a confirm folder lists its classifications, equal from both engines."""
+    _confirm_folder(tmp_path)
+    got = spark_job.summarise(tmp_path, spark, small_rows)
+    assert_same(got, pandas_job.summarise(tmp_path))
+    hunt = got["hunt_confirm"]
+    assert hunt["index"].tolist() == [1, 2, 3]
+    assert hunt["classification"].tolist() == ["mismatch", "confirmed", "confirmed"]
+    assert set(hunt["version"]) == {"2.1.1"} and set(hunt["backend"]) == {"local"}
+    assert hunt["same_run_as"].tolist() == [-1, -1, 2]
+    assert hunt["ordering"].iloc[0] == "crash A, restart A"
+    page = write_report(got, tmp_path / "a", "spark", "hunt").read_text()
+    assert "Hunt: counterexamples played on brokers" in page and "why 2" in page
+    # Without the table (any other folder), no hunt_confirm and no section.
+    assert "hunt_confirm" not in pandas_job.summarise(tmp_path / "cells" / "r1")
+
+
+def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any) -> None:
+    """r1 lost m2 as predicted: agreeing *and* unsafe; r2 disagrees; r3 predates the checks."""
+    tiny(tmp_path)
+    runs = spark_job.summarise(tmp_path, spark)["run_verdicts"].set_index("run_id")
+    assert runs.loc["r1", ["agreement", "safety"]].tolist() == ["match", "lost"]
+    assert runs.loc["r2", ["agreement", "safety"]].tolist() == ["mismatch", "no loss"]
+    assert runs.loc["r4", "agreement"] == "model only"
+    assert runs.loc["r2", ["hw_steps_agreeing", "hw_steps_compared", "hw_first_step"]].tolist() == [
+        2, 4, 3
+    ]  # fmt: skip
+    assert runs.loc["r3", ["hw_steps_compared", "hw_first_step"]].tolist() == [0, -1]
+    assert runs.loc["r1", "consumer_read_then_lost_observed"] == 1
+    assert runs.loc["r1", "consumer_read_then_lost_predicted"] == 0
+    steps = spark_job.summarise(tmp_path, spark)["hw_by_step"]
+    cols = ["step", "event", "runs", "hw_compared", "hw_agreeing", "hw_below_model",
+            "hw_above_model"]  # fmt: skip
+    assert steps[cols].values.tolist() == [
+        [1, "crash A", 2, 3, 2, 1, 0],
+        [2, "restart A", 1, 1, 0, 0, 1],
+    ]
+    assert set(steps["version"]) == {"2.1.1"}
+    page = write_report(pandas_job.summarise(tmp_path), tmp_path / "a", "pandas", "t")
+    text = page.read_text()
+    assert "Verdicts, high watermark and consumer" in text
+    assert "7/9 steps agree" in text and "<th>runs_unsafe</th>" in text
+    # r1 lost m2 as predicted: agreeing and unsafe; r2 disagrees; r4 is only a prediction.
+    assert "Of 3 runs played on brokers: 1 disagree with the model (agreement); 1 lost" in text
+    assert "Model-only runs predicting a loss: 0." in text
+
+
+def test_hunt_tables_of_a_runs_folder(tmp_path: Path, spark: Any) -> None:
+    """analyze on ``runs/`` gathers every hunt's table, older ones (no ``hunt``) included."""
+    _confirm_folder(tmp_path / "h1")
+    old = pd.read_parquet(tmp_path / "h1" / confirm.CONFIRM_TABLE).drop(columns=["hunt"])
+    (tmp_path / "h0").mkdir()
+    old.head(1).to_parquet(tmp_path / "h0" / confirm.CONFIRM_TABLE, index=False)
+    got = spark_job.summarise(tmp_path, spark)
+    assert_same(got, pandas_job.summarise(tmp_path))
+    hunt = got["hunt_confirm"]
+    assert hunt["hunt"].tolist() == ["", "h1", "h1", "h1"]
+    assert hunt["index"].tolist() == [2, 1, 2, 3]

@@ -19,7 +19,7 @@ from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
-from harness.db.catalogue.versions import resolve_version
+from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.db.runtime.docker import docker_available
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
@@ -214,10 +214,10 @@ def test_unknown_version_is_one_line(tmp_path: Path) -> None:
         text=True,
     )
     assert res.returncode == 2
-    assert res.stderr.strip() == (
-        "hwchaos run: unknown Kafka version '9.9.9' (known: 0.10.2.1, 0.11.0.3, 1.1.1, 2.0.1, "
-        "2.1.1, 3.3.1, 3.3.1-kraft, 4.0.0, 4.0.0-elr, 3.3.1-ibp0.10)"
-    )
+    line = res.stderr.strip()
+    assert "\n" not in line
+    assert line.startswith("hwchaos run: unknown Kafka version '9.9.9' (known: 0.10.2.1, ")
+    assert all(v in line for v in CATALOGUE), line
 
 
 def test_three_controller_quorum(tmp_path: Path) -> None:

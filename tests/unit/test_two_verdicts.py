@@ -67,6 +67,26 @@ def test_consumer_anomalies_have_a_slot() -> None:
     assert both.lost and "consumer anomalies: m3 read twice" in both.safety_text()
 
 
+def test_a_read_then_lost_record_makes_the_run_unsafe() -> None:
+    """The consumer oracle's anomalies reach the safety verdict: a consumer that read m2 at
+    offset 1 before it vanished, and saw the HW go back, is a loss even if no acknowledged
+    write was lost (the oracle writes them under extra["consumer"]["observed"])."""
+    info = _info("match", [], [])
+    info.extra["consumer"] = {
+        "observed": {
+            "read_then_lost": [{"step": 5, "replica": "B", "offset": 1, "record": "m2"}],
+            "hw_regression": [{"step": 13, "from_step": 12, "before": 2, "after": 1}],
+            "uncommitted_read": [],
+        }
+    }
+    both = two_verdicts(info)
+    assert both.lost and both.safety == "lost"
+    assert both.consumer_anomalies[0] == "read-then-lost m2@1 (step 5)"
+    assert both.consumer_anomalies[1] == "hw-regression 2 -> 1 (step 13)"
+    info.extra["consumer"] = {"observed": {"read_then_lost": [], "hw_regression": []}}
+    assert two_verdicts(info).safety == "no loss"
+
+
 def _report(tmp_path: Path, verdict: str, lost: list[str], drop_b: bool) -> str:
     """KIP-101 scenario 1 under hw (m2 predicted lost) with observed logs as given."""
     sc = load_scenario("kip101-scenario1")

@@ -69,6 +69,18 @@ def truncate(rep: Replica, offset: int) -> Replica:
     )
 
 
+def follower_truncate(cfg: Config, rep: Replica, offset: int) -> Replica:
+    """A follower's ``ReplicaFetcherThread.truncate`` (epoch or out-of-range truncation).
+
+    Rule ``hw_in_log`` (2.4): ``Log.truncateTo`` -> ``updateLogEndOffset`` lowers the HW to
+    the new LEO. Before, the HW lives in ``Replica.highWatermark``, which the truncation
+    leaves alone (2.1.1 ``ReplicaFetcherThread.truncate`` only warns); the broker keeps
+    checkpointing it above its LEO until the next Fetch answer sets min(LEO, leader's HW).
+    """
+    cut = truncate(rep, offset)
+    return cut if cfg.generation.hw_in_log else cut._replace(hw=rep.hw)
+
+
 def append(cfg: Config, rep: Replica, entries: tuple[LogEntry, ...], hw: int = -1) -> Replica:
     """``Log.appendAsLeader``/``appendAsFollower``; v2 batches (rule ``epoch_in_log``, KIP-101)
     also extend the leader-epoch cache (``LeaderEpochFileCache.assign`` on append).
@@ -296,11 +308,12 @@ def offsets_for_leader_epoch(cfg: Config, st: PartitionState, f: int) -> Outcome
                 target = min(l_end, len(rep.log) if f_epoch == UNDEFINED else f_end)
                 note = f"leader: epoch {l_epoch} ends at {l_end}"
                 break
-            rep = truncate(rep, f_end)  # KIP-279: step back to our own older epoch, ask again
+            # KIP-279: step back to our own older epoch, ask again
+            rep = follower_truncate(cfg, rep, f_end)
             requested = f_epoch
         note = f"OffsetsForLeaderEpoch: {note}; truncate to {target}"
     note += _kafka_14704(cfg, st.replicas[f], lead, target, cfg.brokers[f])
-    rep = truncate(rep, target)._replace(needs_truncation=False)
+    rep = follower_truncate(cfg, rep, target)._replace(needs_truncation=False)
     return with_replica(st, f, rep), note
 
 
@@ -369,8 +382,13 @@ def fetch_request(cfg: Config, st: PartitionState, ev: Event, isr_expanded: IsrE
             rep = rep._replace(alive=False, halted=True, role="none")
             st = with_replica(st, f, rep)
             return st, f"{name} halted: log truncation is not allowed (unclean election off)"
-        st = with_replica(st, f, truncate(rep, len(lead.log)))
+        st = with_replica(st, f, follower_truncate(cfg, rep, len(lead.log)))
         return st, f"OffsetOutOfRange: {name} truncates to leader LEO {len(lead.log)}"
+    # ``readFromLocalLog`` reads the log, and the HW the answer carries, *before* the fetch
+    # offset is counted (``initialHighWatermark``: 0.10.2.1 and 2.1.1 ``ReplicaManager.
+    # readFromLocalLog`` ahead of ``updateFollowerLogReadResults``; 3.3.1 and 4.0
+    # ``Partition.readRecords`` ahead of ``updateFollowerFetchState``).
+    hw_read = lead.hw
     remote = list(lead.remote_leo)
     remote[f] = fetch_offset
     lead = lead._replace(remote_leo=tuple(remote))
@@ -388,7 +406,11 @@ def fetch_request(cfg: Config, st: PartitionState, ev: Event, isr_expanded: IsrE
         lead = lead._replace(isr=lead.isr | {f})
         st = with_controller(st, isr_expanded(cfg, ctrl, lead.isr))
     lead = leader_hw(cfg, lead, l_idx)
-    resp = FetchResponse(l_idx, lead.epoch, fetch_offset, lead.log[fetch_offset:], lead.hw)
+    entries = lead.log[fetch_offset:]
+    # An answer carrying records goes out at once (replica.fetch.min.bytes=1) with the HW
+    # read before this fetch moved it; an empty one is parked (``DelayedFetch``) and its
+    # ``onComplete`` reads the log again, after the move.
+    resp = FetchResponse(l_idx, lead.epoch, fetch_offset, entries, hw_read if entries else lead.hw)
     st = with_inflight(st, l_idx, lead, f, resp)
     return complete_writes(cfg, st), note
 

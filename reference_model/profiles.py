@@ -75,6 +75,7 @@ class Generation:
     truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
     out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
     truncate_in_fetch: bool = False  # KAFKA-10554: truncation rides on the first Fetch
+    hw_in_log: bool = False  # PR #7055 (2.4): truncation clamps a follower's HW to its LEO
     follower_truncates_before_hw: bool = False  # KAFKA-14704: no HW over a divergent tail
     hw_needs_min_isr: bool = False  # KAFKA-15583: no HW advance while ISR < min.insync
     kraft: bool = False  # KIP-500/631: the KRaft quorum controller decides
@@ -278,6 +279,17 @@ RULES: dict[str, Rule] = {
             "the leader's HW; from 2.8 (truncate_in_fetch) until the fix its HW briefly covered "
             "its divergent, uncommitted tail, readable by follower-fetching consumers (KIP-392)",
             boundary="tests/unit/test_profiles.py::test_kafka_14704_boundary",
+        ),
+        Rule(
+            "hw_in_log",
+            "apache/kafka PR #7055 (the HW kept in Log, validated against the log range)",
+            ("2.4.0",),
+            "kafka.log.Log.truncateTo -> updateLogEndOffset (before: ReplicaFetcherThread."
+            "truncate only warns that the truncation offset is below Replica.highWatermark)",
+            "a follower's truncation lowers its HW to the new LEO; before 2.4 the HW stays "
+            "above the LEO (and in its checkpoint) until the next Fetch answer sets "
+            "min(LEO, leader's HW)",
+            boundary="tests/unit/test_profiles.py::test_hw_in_log_boundary",
         ),
         Rule(
             "hw_needs_min_isr",

@@ -175,3 +175,56 @@ def test_a_mismatch_says_why_when_the_controller_decided_otherwise() -> None:
     assert "ISR is ['A'], the model's ['A', 'C']" in res.first.describe()
     same = hw_check(["A", "B", "C"], [[1, 1, 1]], obs, [("A", ["A"])])
     assert same.first is not None and same.first.hint == ""
+
+
+# The HW a Fetch answer carries: read before the fetch offset is counted
+# (``initialHighWatermark``), in every release from 0.10.2.1 to 4.0.
+# C's checkpointed HW, per version, in local runs of acks-all-min-isr2-one-crash
+# (2026-11-27): step 9 (`fetch followers` after the new leader B appended m3) C had m3 and
+# HW 1 on 0.10.2.1, 3.3.1, 3.3.1-kraft, 4.0.0 and 4.0.0-elr; step 10 HW 3.
+OBSERVED_C_HW_STEPS_7_TO_10 = [1, 1, 1, 3]
+
+
+def test_an_answer_carrying_records_carries_the_hw_from_before_the_fetch() -> None:
+    """B leads with HW 1 and LEO 3; C fetches from 2: the answer brings m3 with HW 1, while
+    B's own HW moves to 2. The next, empty, answer is parked and re-read after the move."""
+    from harness.checker.realised import realised_run
+
+    sc = load_scenario(ROOT / "scenarios" / "acks-all-min-isr2-one-crash.yaml")
+    for gen in ("0.10.2.1", "2.1.1", "3.3.1", "3.3.1-kraft", "4.0.0", "4.0.0-elr"):
+        played = realised_run(run_scenario(sc, gen))
+        c = [s.state.replicas[2].hw for s in played.steps[7:11]]
+        assert c == OBSERVED_C_HW_STEPS_7_TO_10, gen
+        assert played.steps[9].state.replicas[1].hw == 3  # B, once C's next Fetch counted
+
+
+def test_fetch_request_answer_hw_before_with_records_after_without() -> None:
+    """The rule itself, on one Fetch round of C to the new leader B: the answer carrying m3
+    has B's HW from before the fetch (1) while B's moves to 2; the model's old rule (the HW
+    after) gave C 2 at step 9, which no broker showed. The next, empty, answer is parked
+    and re-read after the move: HW 3."""
+    from harness.checker.realised import realised_run
+    from reference_model.broker import fetch_request
+    from reference_model.events import Event
+    from reference_model.transitions import apply
+
+    sc = load_scenario(ROOT / "scenarios" / "acks-all-min-isr2-one-crash.yaml")
+    for gen in ("2.1.1", "3.3.1", "4.0.0"):
+        played = realised_run(run_scenario(sc, gen))
+        cfg = played.config
+        st = played.steps[8].state  # after `produce m3`: B leads, LEO 3, HW 1; C at 2
+        assert (st.replicas[1].hw, len(st.replicas[1].log), len(st.replicas[2].log)) == (1, 3, 2)
+        st, _ = apply(cfg, st, Event("fetch_response", 2))  # the stale answer from A: dropped
+
+        def keep(_c: object, ctrl: object, _i: object) -> object:
+            return ctrl
+
+        st, _ = fetch_request(cfg, st, Event("fetch_request", 2), keep)  # type: ignore[arg-type]
+        resp = st.inflight[2]
+        assert resp is not None and [e.record for e in resp.entries] == ["m3"], gen
+        assert (resp.hw, st.replicas[1].hw) == (1, 2), gen
+        st, _ = apply(cfg, st, Event("fetch_response", 2))
+        assert st.replicas[2].hw == 1
+        st, _ = fetch_request(cfg, st, Event("fetch_request", 2), keep)  # type: ignore[arg-type]
+        empty = st.inflight[2]
+        assert empty is not None and empty.entries == () and empty.hw == 3, gen

@@ -183,7 +183,7 @@ def test_release_agrees_with_its_era_alias(release: str, era: str) -> None:
 
 def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
     """3.3.1 with inter.broker.protocol.version 0.10: the epoch rules are off; only the
-    broker-code fixes that need no new protocol (KAFKA-7128/7164/7414) remain, and they
+    broker-code fixes that need no new protocol (KAFKA-7128/7164/7414, hw_in_log) remain, and they
     change nothing in the pre-KRaft catalogue."""
     g = generation("3.3.1-ibp0.10")
     behaviour = g.rules - set(PREVENTION_RULES)
@@ -192,6 +192,7 @@ def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
         "isr_join_epoch_start",
         "truncate_on_missed_epoch",
         "out_of_range_truncates",
+        "hw_in_log",  # broker code (2.4): a truncation lowers the HW, whatever the IBP
     }
     assert "caught_up_stays_in_isr" in g.rules  # KAFKA-7152 is broker code: no IBP needed
     for path in catalogue():
@@ -538,3 +539,25 @@ def test_kraft_preferred_election_moves_leadership_within_the_isr() -> None:
     s = ordering([E("produce", record="m1"), E("fetch", B), E("fetch", B), elect(B, False)])
     j = outcome(s, "4.0.0")
     assert (j["leader"], j["leader_epoch"], j["isr"]) == ("B", 1, ["A", "B"])
+
+
+def test_hw_in_log_boundary() -> None:
+    """kip966-last-replica-standing, C's epoch truncation to 0 at step 13 (``fetch C``) on
+    its own (the OffsetsForLeaderEpoch round, no Fetch answer yet): before 2.4 its HW stays
+    1, above its LEO 0 (2.1.1 ``ReplicaFetcherThread.truncate`` only warns); from 2.4
+    ``Log.truncateTo`` lowers it to 0. Off on 2.4 gives the old behaviour back."""
+    from reference_model.broker import offsets_for_leader_epoch
+
+    s = cat("kip966-last-replica-standing")
+
+    def c_after_truncation(g: Generation) -> tuple[int, int]:
+        pred = run_scenario(s, g)
+        st = pred.steps[12].state  # after `restart C`: C must truncate m1
+        assert st.replicas[2].needs_truncation
+        st, _ = offsets_for_leader_epoch(pred.config, st, 2)
+        c = st.replicas[2]
+        return len(c.log), c.hw
+
+    assert c_after_truncation(generation("2.3.1")) == (0, 1)
+    assert c_after_truncation(generation("2.4.0")) == (0, 0)
+    assert c_after_truncation(with_rule(generation("2.4.0"), "hw_in_log", False)) == (0, 1)

@@ -148,7 +148,8 @@ def verdict_section(tables: dict[str, pd.DataFrame]) -> list[str]:
         f"<p>Of {len(played)} runs played on brokers: "
         f"{int((~played['agreement'].isin(['match', 'prevented'])).sum())}"
         " disagree with the model (agreement); "
-        f"{int((played['safety'] == 'lost').sum())} lost data (safety), "
+        f"{int((played['safety'] == 'lost').sum())} lost data or showed a consumer anomaly "
+        "(safety), "
         f"whether predicted or not. HW per step: {int(agreeing)}/{int(total)} steps agree "
         "(checkpointed HW on the brokers against the model's). Model-only runs predicting a "
         f"loss: {model_lost}.</p>",

@@ -23,69 +23,43 @@ touch the controller by accident.
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.db.names import PARTITION, TOPIC
+
+# The cluster's values and errors live in the leaf harness.db.specs; re-exported here.
+from harness.db.specs import (
+    DEFAULT_DISTS as DEFAULT_DISTS,
+)
+from harness.db.specs import (
+    BrokerSpec as BrokerSpec,
+)
+from harness.db.specs import (
+    BrokerUnavailable as BrokerUnavailable,
+)
+from harness.db.specs import (
+    ClusterError as ClusterError,
+)
+from harness.db.specs import (
+    FenceTimeout as FenceTimeout,
+)
+from harness.db.specs import (
+    StepPrevented as StepPrevented,
+)
+from harness.db.specs import (
+    TopicSpec as TopicSpec,
+)
+from harness.db.specs import (
+    kafka_dists as kafka_dists,
+)
 
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
     from harness.db.mode import Mode
     from harness.db.mode.view import MetadataView
     from harness.db.runtime.linkcuts import Partitions
-
-DEFAULT_DISTS = Path("/opt/kafka-dists")
-
-
-class ClusterError(RuntimeError):
-    """A cluster could not be started or reached; the message is one line."""
-
-
-class FenceTimeout(RuntimeError):
-    """A step's precondition never became true; the run stops rather than guess.
-
-    Defined with the cluster because the modes wait on their own controller's state too.
-    """
-
-
-class StepPrevented(RuntimeError):
-    """The step cannot be made to happen on this backend/version (a result, not a bug)."""
-
-
-class BrokerUnavailable(ClusterError):
-    """No Kafka release tree (or Docker daemon) is configured on this machine."""
-
-
-def kafka_dists() -> Path | None:
-    """Where Kafka release trees live: ``$HWCHAOS_KAFKA_DISTS``, else /opt/kafka-dists."""
-    env = os.environ.get("HWCHAOS_KAFKA_DISTS")
-    path = Path(env) if env else DEFAULT_DISTS
-    return path if path.is_dir() else None
-
-
-@dataclass
-class TopicSpec:
-    """The test partition: replicas in preference order (first = initial leader)."""
-
-    replicas: list[str]
-    min_insync: int
-    unclean: bool
-    name: str = TOPIC
-
-
-@dataclass
-class BrokerSpec:
-    """One node: a broker, a KRaft controller or ZooKeeper (``role``)."""
-
-    name: str
-    broker_id: int  # broker.id / node.id; -1 for ZooKeeper
-    port: int  # the port the harness reaches it on (127.0.0.1)
-    data_dir: Path  # this node's log.dirs (one dir), on the host
-    props: dict[str, str] = field(default_factory=dict)
-    role: str = "broker"  # broker | controller | zookeeper
 
 
 class Cluster(ABC):

@@ -46,14 +46,24 @@ if TYPE_CHECKING:
 SHORT_LAG_MS = 6000
 """``replica.lag.time.max.ms`` of runs with ``isr_shrink`` steps: the leader's ISR-expiry
 task runs every half of it, so a cut follower is out within 1.5x."""
+ELECTED_LAG_MS = 20_000
+"""``replica.lag.time.max.ms`` of a leader elected during the run before its ``isr_shrink``.
+
+Its election resets every ISR follower's ``lastCaughtUpTimeMs`` to the election time, and a
+follower the script keeps silent (held back from the controller, so it still follows the
+old leader; or paused) never fetches from it: with :data:`SHORT_LAG_MS` it would fall out
+of the ISR a few steps after the election (a restart and the HW readings take longer than
+6 s), long before the scripted shrink (kip320-zombie-follower lost C at step 12 of 14). The
+shrink step then waits up to 1.5x this."""
 SHORT_SESSION_MS = 6000
 """``zookeeper.session.timeout.ms`` of brokers a scenario cuts from ZooKeeper while running."""
 SOCKET_TIMEOUT_MS = 5000
 """``replica.socket.timeout.ms`` / ``controller.socket.timeout.ms`` of network runs: after a
 heal, a fetcher or controller channel waiting on a dropped request reconnects within this."""
-PRODUCE_TIMEOUT_MS = 30_000
+PRODUCE_TIMEOUT_MS = 60_000
 """The playbook producer's timeouts in runs with ``isr_shrink``: an acks=all write that only
-an ISR shrink completes must outlive the lag."""
+an ISR shrink completes must outlive the lag (up to 1.5x :data:`ELECTED_LAG_MS` after the
+election, plus the steps between)."""
 
 NETWORK_KINDS = ("partition", "heal", "isr_shrink", "leader_and_isr")
 
@@ -67,6 +77,8 @@ class NetworkNeeds:
     # brokers given the short replica.lag.time.max.ms: the leaders (model) at isr_shrink
     # steps; a shorter lag elsewhere would let paused followers go stale behind the script
     lag_on: frozenset[str] = frozenset()
+    # of those, the leaders elected during the run before the shrink: ELECTED_LAG_MS
+    elected_lag_on: frozenset[str] = frozenset()
     short_session: frozenset[str] = frozenset()  # ZooKeeper mode: brokers cut from ZooKeeper
 
     @property
@@ -84,6 +96,7 @@ def needs(scenario: Scenario, prediction: RunResult | None = None) -> NetworkNee
     why: list[str] = []
     short_lag = False
     lag_on: set[str] = set()
+    elected: set[str] = set()
     session: set[str] = set()
     names = scenario.brokers
     for k, ev in enumerate(scenario.steps, start=1):
@@ -92,6 +105,8 @@ def needs(scenario: Scenario, prediction: RunResult | None = None) -> NetworkNee
             if prediction is not None and k - 1 < len(prediction.steps):
                 lead = prediction.steps[k - 1].state.controller.leader
             lag_on |= {names[lead]} if 0 <= lead < len(names) else set(names)
+            if prediction and 0 <= lead < len(names) and _elected_during_run(prediction, k - 1):
+                elected.add(names[lead])
         needed = (
             ev.kind in NETWORK_KINDS
             or bool(ev.hold)  # detect/elect/restart with hold: the controller link is cut
@@ -106,7 +121,24 @@ def needs(scenario: Scenario, prediction: RunResult | None = None) -> NetworkNee
                     other = b if a == ZOOKEEPER_NODE else a
                     if other >= 0:
                         session.add(names[other])
-    return NetworkNeeds(tuple(why), short_lag, frozenset(lag_on), frozenset(session))
+    return NetworkNeeds(
+        why=tuple(why),
+        short_lag=short_lag,
+        lag_on=frozenset(lag_on),
+        elected_lag_on=frozenset(elected),
+        short_session=frozenset(session),
+    )
+
+
+def _elected_during_run(prediction: RunResult, k: int) -> bool:
+    """Whether the leader of the model's state after step ``k`` took up its leadership
+    during the run (a leader change at a step <= ``k``), rather than leading from the start.
+
+    Such a leader reset its followers' ``lastCaughtUpTimeMs`` at its election
+    (``Partition.makeLeader``); the ones the script keeps silent go stale from then on.
+    """
+    lead = prediction.steps[k].state.controller.leader
+    return any(prediction.steps[j].state.controller.leader != lead for j in range(k))
 
 
 def configure(cluster: Cluster, want: NetworkNeeds) -> list[str]:
@@ -121,12 +153,16 @@ def configure(cluster: Cluster, want: NetworkNeeds) -> list[str]:
         spec.props["replica.socket.timeout.ms"] = str(SOCKET_TIMEOUT_MS)
         spec.props["controller.socket.timeout.ms"] = str(SOCKET_TIMEOUT_MS)
         if name in want.lag_on:
-            spec.props["replica.lag.time.max.ms"] = str(SHORT_LAG_MS)
+            lag = ELECTED_LAG_MS if name in want.elected_lag_on else SHORT_LAG_MS
+            spec.props["replica.lag.time.max.ms"] = str(lag)
         if name in want.short_session:
             spec.props.update(cluster.mode.short_session_props(SHORT_SESSION_MS))
     if want.short_lag:
         who = ",".join(sorted(want.lag_on))
         said.append(f"replica.lag.time.max.ms={SHORT_LAG_MS} on {who} (leader at isr_shrink)")
+        if want.elected_lag_on:
+            who = ",".join(sorted(want.elected_lag_on))
+            said[-1] += f"; {ELECTED_LAG_MS} on {who} (elected during the run)"
     short = cluster.mode.short_session_props(SHORT_SESSION_MS)
     if short and want.short_session:
         who = ",".join(sorted(want.short_session))

@@ -200,7 +200,7 @@ TINY_BY_CONFIG = {
         consumer_divergent_offsets_predicted=1,
         consumer_divergent_offsets_observed=1,
         runs_disagree=1,
-        runs_unsafe=1,
+        runs_unsafe=2,  # r1 lost m2; r2's consumer saw the HW go back twice
     ),
     "model:hw": dict(
         runs=1,
@@ -454,11 +454,14 @@ def test_hunt_confirm_table(tmp_path: Path, spark: Any, small_rows: int | None) 
 
 
 def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any) -> None:
-    """r1 lost m2 as predicted: agreeing *and* unsafe; r2 disagrees; r3 predates the checks."""
+    """r1 lost m2 as predicted: agreeing *and* unsafe; r2 disagrees and its consumer saw an
+    HW regression (unsafe); r3 predates the checks."""
     tiny(tmp_path)
     runs = spark_job.summarise(tmp_path, spark)["run_verdicts"].set_index("run_id")
     assert runs.loc["r1", ["agreement", "safety"]].tolist() == ["match", "lost"]
-    assert runs.loc["r2", ["agreement", "safety"]].tolist() == ["mismatch", "no loss"]
+    # r2's consumer saw the HW go back: a consumer anomaly makes the run unsafe too
+    assert runs.loc["r2", ["agreement", "safety"]].tolist() == ["mismatch", "lost"]
+    assert runs.loc["r3", ["agreement", "safety"]].tolist() == ["match", "no loss"]
     assert runs.loc["r4", "agreement"] == "model only"
     assert runs.loc["r2", ["hw_steps_agreeing", "hw_steps_compared", "hw_first_step"]].tolist() == [
         2, 4, 3
@@ -479,7 +482,7 @@ def test_run_verdicts_keep_agreement_and_safety_apart(tmp_path: Path, spark: Any
     assert "Verdicts, high watermark and consumer" in text
     assert "7/9 steps agree" in text and "<th>runs_unsafe</th>" in text
     # r1 lost m2 as predicted: agreeing and unsafe; r2 disagrees; r4 is only a prediction.
-    assert "Of 3 runs played on brokers: 1 disagree with the model (agreement); 1 lost" in text
+    assert "Of 3 runs played on brokers: 1 disagree with the model (agreement); 2 lost" in text
     assert "Model-only runs predicting a loss: 0." in text
 
 

@@ -21,7 +21,7 @@ from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
 from harness.db.runtime.linkcuts import network_available
-from harness.generator.realise import SHORT_LAG_MS, needs
+from harness.generator.realise import ELECTED_LAG_MS, PRODUCE_TIMEOUT_MS, SHORT_LAG_MS, needs
 from harness.generator.scenarios import load_scenario
 from harness.trial import trial
 from reference_model.run import run_scenario
@@ -80,12 +80,19 @@ def test_the_runner_decides_the_network_from_the_scenario() -> None:
     want = needs(shrink, run_scenario(shrink, "hw"))
     assert want.network and want.short_lag
     assert want.lag_on == {"B"}  # B leads at `isr_shrink: C`; A and C keep the long lag
+    # B was elected at step 9: C, held back from the controller, never fetches from it and
+    # must outlast steps 10-13 in its ISR, so B's lag is the longer one
+    assert want.elected_lag_on == {"B"}
+    jepsen = load_scenario(str(SCENARIOS / "jepsen-2013-isr-shrink.yaml"))
+    first = needs(jepsen, run_scenario(jepsen, "hw"))
+    assert first.lag_on == {"A"} and not first.elected_lag_on  # A leads from the start
     assert any("detect A hold C" in w for w in want.why)
     zombie = load_scenario(str(SCENARIOS / "jepsen-2013-zombie-leader.yaml"))
     want = needs(zombie)
     assert want.short_session == {"A"} and not want.short_lag
     assert any("produce m2 to A" in w for w in want.why)
-    assert SHORT_LAG_MS < 10_000
+    assert SHORT_LAG_MS < 10_000 < ELECTED_LAG_MS
+    assert 1.5 * ELECTED_LAG_MS < PRODUCE_TIMEOUT_MS  # a write the shrink completes waits it
 
 
 # ---------------------------------------------------------------------------- brokers

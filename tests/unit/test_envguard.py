@@ -16,8 +16,10 @@ def test_a_test_that_deletes_the_trees_location_fails_and_later_tests_keep_it(
         """
         import os
 
+        TREES = "HWCHAOS_KAFKA_DISTS"
+
         def test_deletes():
-            del os.environ["HWCHAOS_KAFKA_DISTS"]
+            del os.environ[TREES]  # what the old test_docker_backend did
 
         def test_after():
             assert os.environ["HWCHAOS_KAFKA_DISTS"] == "/opt/somewhere"

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from harness.db import BrokerUnavailable, kafka_dists
 from harness.db.catalogue.versions import CATALOGUE, KafkaVersion, resolve_version
+from harness.db.specs import BrokerUnavailable, kafka_dists
 
 DEFAULT_MIRROR = "https://archive.apache.org/dist/kafka"
 

@@ -30,8 +30,8 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
 
 from __future__ import annotations
 
-from harness.db import TopicSpec
 from harness.db.catalogue.versions import KafkaVersion
+from harness.db.specs import TopicSpec
 from harness.readback.hw import HW_CHECKPOINT_INTERVAL_MS
 
 SESSION_TIMEOUT_MS = 60_000

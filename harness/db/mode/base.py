@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness import timing
-from harness.db import BrokerSpec, Cluster, ClusterError, TopicSpec
+from harness.db.specs import BrokerSpec, ClusterError, Runtime, TopicSpec
 
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
@@ -33,7 +33,7 @@ SPARE_CONTROLLER_ID = 92
 
 
 def await_state(
-    cluster: Cluster, check: Callable[[], bool], what: str, name: str | None, timeout: float
+    cluster: Runtime, check: Callable[[], bool], what: str, name: str | None, timeout: float
 ) -> None:
     """Wait (bounded) for ``check``; a node that exits meanwhile fails fast, naming it."""
 
@@ -153,30 +153,30 @@ class Mode(ABC):
         """Every node of the cluster, infrastructure first, each with its id and port."""
 
     @abstractmethod
-    def start(self, cluster: Cluster) -> None:
+    def start(self, cluster: Runtime) -> None:
         """Bring the cluster up; return once every broker is registered and live."""
 
     @abstractmethod
-    def broker_config(self, cluster: Cluster, name: str) -> tuple[str, dict[str, str]]:
+    def broker_config(self, cluster: Runtime, name: str) -> tuple[str, dict[str, str]]:
         """(main class, properties) of broker ``name``."""
 
     @abstractmethod
-    def bootstrap(self, cluster: Cluster) -> str:
+    def bootstrap(self, cluster: Runtime) -> str:
         """Client bootstrap servers."""
 
     @abstractmethod
-    def create_topic(self, cluster: Cluster, spec: TopicSpec) -> None:
+    def create_topic(self, cluster: Runtime, spec: TopicSpec) -> None:
         """Create the test topic with the scenario's replica assignment and settings."""
 
     @abstractmethod
-    def view(self, cluster: Cluster) -> MetadataView:
+    def view(self, cluster: Runtime) -> MetadataView:
         """A reader of the controller's decisions."""
 
     @abstractmethod
-    def declare_dead(self, cluster: Cluster, name: str) -> bool:
+    def declare_dead(self, cluster: Runtime, name: str) -> bool:
         """Make the controller act on dead broker ``name`` now; False if already done."""
 
-    def keep_alive(self, cluster: Cluster, names: set[str]) -> None:  # noqa: B027
+    def keep_alive(self, cluster: Runtime, names: set[str]) -> None:  # noqa: B027
         """Brokers whose liveness the controller must keep seeing although they are silent.
 
         The scenario decides when the controller notices a failure (``detect``); until then
@@ -187,12 +187,12 @@ class Mode(ABC):
     def close(self) -> None:  # noqa: B027
         """Stop whatever the mode runs in the harness itself; idempotent."""
 
-    def add_spare_controller(self, cluster: Cluster, port: int) -> bool:
+    def add_spare_controller(self, cluster: Runtime, port: int) -> bool:
         """Add a second controller-eligible node (before the cluster starts) for a controller
         failover; False: this mode has no such failover (KRaft's quorum elects by itself)."""
         return False
 
-    def controller_election(self, cluster: Cluster) -> ControllerElection | None:
+    def controller_election(self, cluster: Runtime) -> ControllerElection | None:
         """The failover's view of the controller election, None without a spare."""
         return None
 
@@ -212,7 +212,7 @@ class Mode(ABC):
         """
 
     @abstractmethod
-    def end_cut_session(self, cluster: Cluster, name: str, stop_keeping: Callable[[], None]) -> str:
+    def end_cut_session(self, cluster: Runtime, name: str, stop_keeping: Callable[[], None]) -> str:
         """End the session of ``name``, cut from the liveness hub; how, in a sentence.
 
         ``stop_keeping``: stop the harness keeping that session (the KRaft session keeper).
@@ -225,7 +225,7 @@ class Mode(ABC):
     @abstractmethod
     def decisions(
         self,
-        cluster: Cluster,
+        cluster: Runtime,
         decided: Callable[[], PartitionView],
         controllers: Callable[[], list[str]],
     ) -> Decisions:
@@ -239,7 +239,7 @@ class Mode(ABC):
     @abstractmethod
     def elect_preferred(
         self,
-        cluster: Cluster,
+        cluster: Runtime,
         view: MetadataView,
         name: str,
         release: Callable[[], None],
@@ -252,8 +252,8 @@ class Mode(ABC):
         """
 
     @abstractmethod
-    def elect_unclean(self, cluster: Cluster, name: str) -> str:
+    def elect_unclean(self, cluster: Runtime, name: str) -> str:
         """ElectLeaders UNCLEAN (KIP-460, 2.4+) for the test partition; what was sent."""
 
-    def replica_ids(self, cluster: Cluster, names: list[str]) -> list[int]:
+    def replica_ids(self, cluster: Runtime, names: list[str]) -> list[int]:
         return [cluster.brokers[n].broker_id for n in names]

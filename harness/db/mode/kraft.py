@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import timing
-from harness.db import BrokerSpec, Cluster, ClusterError, FenceTimeout, TopicSpec
 from harness.db.catalogue.kafka_config import (
     kraft_broker_properties,
     kraft_controller_properties,
@@ -25,6 +24,7 @@ from harness.db.mode.kraft_format import (
 )
 from harness.db.mode.kraft_view import KRaftView
 from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.db.specs import BrokerSpec, ClusterError, FenceTimeout, Runtime, TopicSpec
 from harness.protocol.wire import (
     WireError,
     alter_partition_reassignments,
@@ -97,13 +97,13 @@ class KRaftMode(Mode):
             nodes[name] = BrokerSpec(name, i, free_port(), workdir / name / "data")
         return nodes
 
-    def voters(self, cluster: Cluster) -> str:
+    def voters(self, cluster: Runtime) -> str:
         return ",".join(
             f"{cluster.nodes[c].broker_id}@{cluster.peer_host(c)}:{cluster.peer_port(c)}"
             for c in self.controllers
         )
 
-    def _format(self, cluster: Cluster, name: str, props: dict[str, str]) -> None:
+    def _format(self, cluster: Runtime, name: str, props: dict[str, str]) -> None:
         """``kafka-storage format``: once per node per run, before its first start.
 
         The tool runs once per tree, role and features; later nodes are formatted from its
@@ -124,7 +124,7 @@ class KRaftMode(Mode):
         if template is not None:
             keep_format(data, template)
 
-    def _controller_props(self, cluster: Cluster, c: str) -> dict[str, str]:
+    def _controller_props(self, cluster: Runtime, c: str) -> dict[str, str]:
         return kraft_controller_properties(
             self.version,
             cluster.nodes[c].broker_id,
@@ -135,7 +135,7 @@ class KRaftMode(Mode):
             self.SESSION_TIMEOUT_MS,
         )
 
-    def start(self, cluster: Cluster) -> None:
+    def start(self, cluster: Runtime) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         # Formatting is a JVM per node: run them side by side, once per run.
@@ -169,7 +169,7 @@ class KRaftMode(Mode):
         self._keeper = threading.Thread(target=self._keep, args=(cluster,), daemon=True)
         self._keeper.start()
 
-    def broker_config(self, cluster: Cluster, name: str) -> tuple[str, dict[str, str]]:
+    def broker_config(self, cluster: Runtime, name: str) -> tuple[str, dict[str, str]]:
         spec = cluster.brokers[name]
         props = kraft_broker_properties(
             self.version,
@@ -181,11 +181,11 @@ class KRaftMode(Mode):
         )
         return "kafka.Kafka", props
 
-    def bootstrap(self, cluster: Cluster) -> str:
+    def bootstrap(self, cluster: Runtime) -> str:
         """Every scenario broker: KRaft has no broker that no fault touches."""
         return ",".join("{}:{}".format(*cluster.broker_address(n)) for n in cluster.brokers)
 
-    def create_topic(self, cluster: Cluster, spec: TopicSpec) -> None:
+    def create_topic(self, cluster: Runtime, spec: TopicSpec) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap(cluster), "log_level": 0})
@@ -203,7 +203,7 @@ class KRaftMode(Mode):
             except Exception as exc:
                 raise ClusterError(f"creating topic {spec.name}: {exc}") from None
 
-    def view(self, cluster: Cluster) -> MetadataView:
+    def view(self, cluster: Runtime) -> MetadataView:
         if self._schemas_of is None:
             # from where the nodes run: the release tree, or the docker backend's image
             self._schemas_of = cluster.metadata_schemas()
@@ -211,7 +211,7 @@ class KRaftMode(Mode):
         return KRaftView(leader.data_dir, self._schemas_of, leader.broker_id)
 
     def _heartbeat(
-        self, cluster: Cluster, broker_id: int, epoch: int, offset: int, want_fence: bool
+        self, cluster: Runtime, broker_id: int, epoch: int, offset: int, want_fence: bool
     ) -> int:
         """BrokerHeartbeat to the active controller; the error code (0 = accepted).
 
@@ -233,7 +233,7 @@ class KRaftMode(Mode):
                 return error
         return error
 
-    def declare_dead(self, cluster: Cluster, name: str) -> bool:
+    def declare_dead(self, cluster: Runtime, name: str) -> bool:
         with self._lock:
             self._alive.discard(name)
         view = self.view(cluster)
@@ -248,11 +248,11 @@ class KRaftMode(Mode):
             raise ClusterError(f"fencing broker {name}: the controller answered error {error}")
         return True
 
-    def keep_alive(self, cluster: Cluster, names: set[str]) -> None:
+    def keep_alive(self, cluster: Runtime, names: set[str]) -> None:
         with self._lock:
             self._alive = set(names)
 
-    def _keep(self, cluster: Cluster) -> None:
+    def _keep(self, cluster: Runtime) -> None:
         """The session keeper thread: heartbeats for silent brokers the script keeps alive."""
 
         while not self._stop.wait(self.KEEPALIVE_INTERVAL):
@@ -294,14 +294,14 @@ class KRaftMode(Mode):
             "a new broker epoch afterwards"
         )
 
-    def end_cut_session(self, cluster: Cluster, name: str, stop_keeping: Callable[[], None]) -> str:
+    def end_cut_session(self, cluster: Runtime, name: str, stop_keeping: Callable[[], None]) -> str:
         stop_keeping()
         cluster.declare_dead(name)
         return "stopped keeping its session, BrokerHeartbeat(WantFence) sent for it"
 
     def decisions(
         self,
-        cluster: Cluster,
+        cluster: Runtime,
         decided: Callable[[], PartitionView],
         controllers: Callable[[], list[str]],
     ) -> Decisions:
@@ -315,7 +315,7 @@ class KRaftMode(Mode):
         return list(p.replicas)
 
     def to_controller(
-        self, cluster: Cluster, what: str, call: Callable[[str, int], tuple[int, str | None]]
+        self, cluster: Runtime, what: str, call: Callable[[str, int], tuple[int, str | None]]
     ) -> tuple[int, str | None]:
         """Send an admin request to the active controller (NOT_CONTROLLER: the next one).
 
@@ -335,7 +335,7 @@ class KRaftMode(Mode):
             return err, msg
         raise FenceTimeout(f"{what}: no controller answered ({'; '.join(seen) or 'none active'})")
 
-    def _elect_leaders(self, cluster: Cluster, unclean: bool) -> str:
+    def _elect_leaders(self, cluster: Runtime, unclean: bool) -> str:
         kind = "UNCLEAN" if unclean else "PREFERRED"
         err, msg = self.to_controller(
             cluster,
@@ -346,7 +346,7 @@ class KRaftMode(Mode):
 
     def elect_preferred(
         self,
-        cluster: Cluster,
+        cluster: Runtime,
         view: MetadataView,
         name: str,
         release: Callable[[], None],
@@ -371,7 +371,7 @@ class KRaftMode(Mode):
             )
         return f"AlterPartitionReassignments {order}; " + self._elect_leaders(cluster, False)
 
-    def elect_unclean(self, cluster: Cluster, name: str) -> str:
+    def elect_unclean(self, cluster: Runtime, name: str) -> str:
         return self._elect_leaders(cluster, True)
 
 
@@ -381,7 +381,7 @@ STARTS_AT_EPOCH = re.compile(
 )
 
 
-def replica_epoch(cluster: Cluster, name: str) -> int:
+def replica_epoch(cluster: Runtime, name: str) -> int:
     """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
     found = STARTS_AT_EPOCH.findall(read_rotated(cluster.state_change_log(name)))
     return int(found[-1]) if found else -1
@@ -393,7 +393,7 @@ class MetadataApplied(Decisions):
     Metadata answer has the decided leader, leader epoch and ISR and its Partition logged
     that epoch (makeLeader/makeFollower, after which its epoch cache is written)."""
 
-    def __init__(self, cluster: Cluster, decided: Callable[[], PartitionView]) -> None:
+    def __init__(self, cluster: Runtime, decided: Callable[[], PartitionView]) -> None:
         self.cluster = cluster
         self.decided = decided
 

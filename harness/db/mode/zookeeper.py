@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.db import BrokerSpec, Cluster, FenceTimeout, TopicSpec
 from harness.db.catalogue.kafka_config import (
     broker_properties,
     offsets_topic_znodes,
@@ -31,6 +30,7 @@ from harness.db.mode.base import (
 )
 from harness.db.mode.zk_view import ZkView
 from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.db.specs import BrokerSpec, FenceTimeout, Runtime, TopicSpec
 from harness.readback.log4j import read_rotated
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class ZooKeeperMode(Mode):
     name = "zookeeper"
     spare: str | None = None
 
-    def add_spare(self, cluster: Cluster, port: int) -> str:
+    def add_spare(self, cluster: Runtime, port: int) -> str:
         """Add the spare controller-eligible broker to ``cluster`` (before it starts)."""
         if self.spare is None:
             spec = BrokerSpec(
@@ -73,11 +73,11 @@ class ZooKeeperMode(Mode):
         """The brokers that may be controller: never a scenario broker."""
         return [CONTROLLER] + ([self.spare] if self.spare else [])
 
-    def add_spare_controller(self, cluster: Cluster, port: int) -> bool:
+    def add_spare_controller(self, cluster: Runtime, port: int) -> bool:
         self.add_spare(cluster, port)
         return True
 
-    def controller_election(self, cluster: Cluster) -> ControllerElection | None:
+    def controller_election(self, cluster: Runtime) -> ControllerElection | None:
         return ZkControllerElection(self, cluster) if self.spare is not None else None
 
     def make_nodes(
@@ -89,13 +89,13 @@ class ZooKeeperMode(Mode):
             nodes[name] = BrokerSpec(name, i, free_port(), workdir / name / "data")
         return nodes
 
-    def zk_connect(self, cluster: Cluster) -> str:
+    def zk_connect(self, cluster: Runtime) -> str:
         return "{}:{}".format(*cluster.node_address(ZOOKEEPER))
 
-    def _peer_zk_connect(self, cluster: Cluster) -> str:
+    def _peer_zk_connect(self, cluster: Runtime) -> str:
         return f"{cluster.peer_host(ZOOKEEPER)}:{cluster.peer_port(ZOOKEEPER)}"
 
-    def start(self, cluster: Cluster) -> None:
+    def start(self, cluster: Runtime) -> None:
         zk = cluster.nodes[ZOOKEEPER]
         zk.data_dir.mkdir(parents=True, exist_ok=True)
         host = "0.0.0.0" if cluster.peer_host(ZOOKEEPER) != "127.0.0.1" else "127.0.0.1"
@@ -141,7 +141,7 @@ class ZooKeeperMode(Mode):
                 self.startup_timeout,
             )
 
-    def broker_config(self, cluster: Cluster, name: str) -> tuple[str, dict[str, str]]:
+    def broker_config(self, cluster: Runtime, name: str) -> tuple[str, dict[str, str]]:
         spec = cluster.brokers[name]
         props = broker_properties(
             self.version,
@@ -153,7 +153,7 @@ class ZooKeeperMode(Mode):
         )
         return "kafka.Kafka", props
 
-    def bootstrap(self, cluster: Cluster) -> str:
+    def bootstrap(self, cluster: Runtime) -> str:
         """Clients bootstrap from the controller broker(s), which no scenario fault touches.
 
         With a spare both are listed: a failover kills one of them for a while.
@@ -162,16 +162,16 @@ class ZooKeeperMode(Mode):
             "{}:{}".format(*cluster.broker_address(n)) for n in self.controller_brokers()
         )
 
-    def create_topic(self, cluster: Cluster, spec: TopicSpec) -> None:
+    def create_topic(self, cluster: Runtime, spec: TopicSpec) -> None:
         """Write the assignment and config znodes (milliseconds, every ZK-mode version)."""
 
         with ZkView(self.zk_connect(cluster)) as zk:
             zk.create_topic(spec.name, self.replica_ids(cluster, spec.replicas), topic_config(spec))
 
-    def view(self, cluster: Cluster) -> MetadataView:
+    def view(self, cluster: Runtime) -> MetadataView:
         return ZkView(self.zk_connect(cluster))
 
-    def declare_dead(self, cluster: Cluster, name: str) -> bool:
+    def declare_dead(self, cluster: Runtime, name: str) -> bool:
         with ZkView(self.zk_connect(cluster)) as zk:
             return zk.expire_registration(cluster.brokers[name].broker_id)
 
@@ -195,7 +195,7 @@ class ZooKeeperMode(Mode):
             "over to (harness.nemesis.failover.prepare)"
         )
 
-    def end_cut_session(self, cluster: Cluster, name: str, stop_keeping: Callable[[], None]) -> str:
+    def end_cut_session(self, cluster: Runtime, name: str, stop_keeping: Callable[[], None]) -> str:
         timeout = cluster.brokers[name].props.get("zookeeper.session.timeout.ms", "?")
         return f"its ZooKeeper session expired (zookeeper.session.timeout.ms={timeout})"
 
@@ -204,7 +204,7 @@ class ZooKeeperMode(Mode):
 
     def decisions(
         self,
-        cluster: Cluster,
+        cluster: Runtime,
         decided: Callable[[], PartitionView],
         controllers: Callable[[], list[str]],
     ) -> Decisions:
@@ -216,7 +216,7 @@ class ZooKeeperMode(Mode):
 
     def elect_preferred(
         self,
-        cluster: Cluster,
+        cluster: Runtime,
         view: MetadataView,
         name: str,
         release: Callable[[], None],
@@ -244,7 +244,7 @@ class ZooKeeperMode(Mode):
             f"/admin/reassign_partitions {old} -> {order}, then /admin/preferred_replica_election"
         )
 
-    def elect_unclean(self, cluster: Cluster, name: str) -> str:
+    def elect_unclean(self, cluster: Runtime, name: str) -> str:
         """ElectLeaders through broker ``name`` alone (librdkafka forwards it to the
         controller; another broker may be paused, and a request to it would hang)."""
         from confluent_kafka import ElectionType, TopicPartition
@@ -279,7 +279,7 @@ class LeaderAndIsrLog(Decisions):
     """A broker acted on the controller's decisions once it handled every LeaderAndIsr sent
     to it: counted in the controllers' state-change logs against the broker's own."""
 
-    def __init__(self, cluster: Cluster, controllers: Callable[[], list[str]]) -> None:
+    def __init__(self, cluster: Runtime, controllers: Callable[[], list[str]]) -> None:
         self.cluster = cluster
         self.controllers = controllers
         self.base: dict[str, tuple[int, int]] = {}  # name -> (sent, handled) at mark()
@@ -341,7 +341,7 @@ class LeaderAndIsrLog(Decisions):
 class ZkControllerElection:
     """The controller election as ZooKeeper holds it: ``/controller``, ``/brokers/ids``."""
 
-    def __init__(self, mode: ZooKeeperMode, cluster: Cluster) -> None:
+    def __init__(self, mode: ZooKeeperMode, cluster: Runtime) -> None:
         self.mode = mode
         self.cluster = cluster
 

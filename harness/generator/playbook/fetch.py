@@ -10,7 +10,8 @@ by F's last fetch step (see :meth:`FetchSteps.do_fetch_request`), else a whole f
 ``leader_epoch_request`` plays as a fetch from 0.11 on. A follower cut from the controller
 fetches from the leader it last heard of with its stale leader epoch (the zombie follower
 of KIP-320): there is no LeaderAndIsr to wait for, so the fence is the model's outcome
-(F's log, F's fetcher fenced with FENCED_LEADER_EPOCH, F back in the ISR).
+(F's log, F's fetcher fenced with FENCED_LEADER_EPOCH, F back in the ISR; served, F
+applied the leader's HW).
 """
 
 from __future__ import annotations
@@ -294,12 +295,19 @@ class FetchSteps(Settling):
         t0 = time.perf_counter()
         self._wake_leader()
         self._release(name)
+        learned = ""
         try:
             wait_until(done, f"{name}'s fetch as a held-back follower", self.timeout, self._seen)
+            if not fenced and not self.gone(name):
+                # Served: the leader puts F back in the ISR (a ZooKeeper write before 2.x)
+                # while handling F's fetch, before F has the answer; F takes the HW from it
+                # only when it arrives. Paused earlier, F's HW would be its old one.
+                learned = self._hw_learned(name)
         finally:
             self._hold(name)
         what = "fenced (FENCED_LEADER_EPOCH)" if fenced else "served"
         if joins and not fenced:
             what += ", back in the ISR"
         took = time.perf_counter() - t0
-        return f"realised: {name} ran {took:.1f} s, still cut from the controller: {what}"
+        note = f"realised: {name} ran {took:.1f} s, still cut from the controller: {what}"
+        return f"{note}; {learned}" if learned else note

@@ -5,10 +5,11 @@ ISR lost F. That needs a short ``replica.lag.time.max.ms`` on the leader for the
 default is long because followers are paused between their fetch steps;
 harness.generator.realise.configure sets it). Other paused followers the model keeps in the
 ISR would fall out too on versions where a caught-up follower goes stale by time alone
-(before KAFKA-7152, 2.1.0: ``Replica.lastCaughtUpTimeMs``); those whose fetch would change
-nothing run meanwhile, and any other follower that drops anyway is named in the step's
-notes. The shrink completes pending acks=all writes, whose reports are awaited before the
-next step.
+(before KAFKA-7152, 2.1.0: ``Replica.lastCaughtUpTimeMs``); there, those whose fetch would
+change nothing run meanwhile (from 2.1 they stay paused: a caught-up follower stays in sync,
+and a running one would learn the HW the shrink raises before the model's next fetch step),
+and any other follower that drops anyway is named in the step's notes. The shrink
+completes pending acks=all writes, whose reports are awaited before the next step.
 """
 
 from __future__ import annotations
@@ -45,8 +46,14 @@ class IsrSteps(Settling):
         lead_i = self.names.index(lead)
         lead_rep = before.replicas[lead_i]
         run_meanwhile = []
+        # From KAFKA-7152 (2.1) a caught-up follower is never out of sync, and running it
+        # would let it learn the HW the shrink raises, which the model gives it only at its
+        # next fetch step (kip320 on 4.0.0-elr: A's HW 2 at the shrink, the model's 1).
+        stale_by_time = not self.prediction.config.generation.caught_up_stays_in_isr
         for j, rep in enumerate(before.replicas):
             n = self.names[j]
+            if not stale_by_time:
+                break
             if n in (name, lead) or j not in after.controller.isr or n not in self.held:
                 continue
             if (

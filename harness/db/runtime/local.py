@@ -88,9 +88,6 @@ class LocalCluster(Cluster):
         self._logs: dict[str, IO[bytes]] = {}
         self._closed = False
         self._want_network = network
-        # Before 0.11 the follower's fetcher is traced (see _log4j_properties): the fetch
-        # fence reads the follower's HW from it.
-        self.traces_follower_hw = not version.epoch_on_disk
         self.network: RunNetwork | None = None
         # Class-data sharing for every JVM of this tree (harness.db.runtime.cds): mapped if built,
         # else this cluster's JVMs list what they load and close() builds it.
@@ -128,10 +125,11 @@ class LocalCluster(Cluster):
         """The release's log4j.properties; before 0.11 with the follower's HW traced.
 
         Before 0.11 a follower truncates to its own high watermark when it restarts or
-        becomes follower, so the fetch fence must see the HW a fetch round gave it: with
+        becomes follower, so the HW each fetch round gave it is what decides a run: with
         ``kafka.server.ReplicaFetcherThread`` at TRACE each round logs "set replica high
-        watermark for partition ... to N" (``ReplicaFetcherThread.processPartitionData``).
-        A copy in the run folder; the release tree is never written.
+        watermark for partition ... to N" (``ReplicaFetcherThread.processPartitionData``),
+        the broker's own account beside its checkpoint file (which the fences and the
+        per-step HW check read). A copy in the run folder; the release tree is never written.
         """
         tree = self.tree / "config" / "log4j.properties"
         if self.version.epoch_on_disk:

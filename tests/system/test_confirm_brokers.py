@@ -23,6 +23,7 @@ from harness.generator.confirm import (
     CLASSIFICATIONS,
     CONFIRMED,
     MISMATCH,
+    NOT_VIOLATED,
     PREVENTED,
     unavailable,
 )
@@ -111,10 +112,14 @@ def test_every_counterexample_is_played_and_classified(
     assert confirm["runs_played"] == len(folders)
     assert rc == (1 if confirm["counts"][MISMATCH] else 0)
     # Every counterexample here is playable (controller failover for the unnoticed restarts)
-    # and the model is right about each: confirmed on ZooKeeper, prevented on KRaft.
+    # and the model is right about each: prevented on KRaft; on ZooKeeper confirmed, or (hw on
+    # 0.10.2.1) not violated as played: Kafka checkpoints the HW itself before the crash, and
+    # the harness writes no model value into a broker, so the ordering as played keeps m1.
     assert confirm["counts"][MISMATCH] == 0, [c["reason"] for c in found]
-    want = PREVENTED if case == "hw-4.0.0" else CONFIRMED
-    assert confirm["counts"][want] == len(found), [c["reason"] for c in found]
+    want = {PREVENTED} if case == "hw-4.0.0" else {CONFIRMED}
+    if case == "hw-0.10.2.1":
+        want = {CONFIRMED, NOT_VIOLATED}
+    assert sum(confirm["counts"][w] for w in want) == len(found), [c["reason"] for c in found]
     assert jvms_under(tmp_path) == []
 
 

@@ -234,9 +234,10 @@ def test_without_root_a_network_run_ends_with_one_line(
 ) -> None:
     """A scenario that needs cuts on a machine that cannot make them: BrokerUnavailable with
     the reason in one line, before any JVM starts (``hwchaos run`` prints it; tests skip)."""
-    import harness.db.runtime.netns as network
+    import harness.generator.runner as runner
 
-    monkeypatch.setattr(network, "network_available", lambda: "network namespaces need root")
+    # where make_cluster asks (it imports the check by name from harness.db.runtime.linkcuts)
+    monkeypatch.setattr(runner, "network_available", lambda: "network namespaces need root")
     try:
         find_tree(resolve_version("3.3.1"))
     except BrokerUnavailable as exc:

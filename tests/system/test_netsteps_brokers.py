@@ -129,7 +129,12 @@ def test_network_steps_play_and_match_the_model(
     if prevented is not None:
         assert info.verdict == "prevented", info.extra.get("failure")
         return
-    assert info.verdict == "match", (info.verdict, info.extra.get("failure"))
+    assert info.verdict == "match", (
+        info.verdict,
+        info.extra.get("failure"),
+        getattr(verdict, "reason", None),
+        str(tmp_path / "run"),
+    )
     assert verdict is not None and verdict.model_match
     steps = json.loads((tmp_path / "run" / "observations.json").read_text())
     realised = [n for o in steps for n in o["notes"] if n.startswith("realised: ")]

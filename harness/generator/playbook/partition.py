@@ -134,6 +134,12 @@ class PartitionSteps(HeldSteps):
         net = self._net()
         before = set(net.cuts())
         held_before = self.cut_from_controller()
+        # Hold the leader *before* the rules go: a broker cut from the controller learns it
+        # is a follower within milliseconds of the heal and fetches at once; holding the
+        # leader after the heal (as _rejoin does) loses that race whenever reading the
+        # leader's HW before its pause takes longer than the rejoiner's metadata fetch
+        # (seen on 3.3.1-kraft under load: A copied m3 during the heal step itself).
+        pre_held = self._hold_leader_for(held_before)
         if ev.links:
             self._uncut(self._links(ev.links))
         elif name:
@@ -142,7 +148,28 @@ class PartitionSteps(HeldSteps):
             net.heal()
         healed = before - set(net.cuts())
         notes = [f"realised: iptables rules removed for {self._show(healed)}"]
-        for n in sorted(held_before - self.cut_from_controller()):
+        rejoined = sorted(
+            n
+            for n in held_before - self.cut_from_controller()
+            if n not in self.down and self.cluster.is_running(n)
+        )
+        for n in rejoined:
             notes.append(self._rejoin(k, n))
+        if pre_held is not None and not rejoined:
+            self._release(pre_held)  # nobody rejoined: the heal leaves the leader as it was
         self._sync_sessions()
         return "; ".join(x for x in notes if x)
+
+    def _hold_leader_for(self, cut: set[str]) -> str | None:
+        """Hold the current leader ahead of a heal that may end a controller cut.
+
+        Returns the leader held here (None if none was: no broker cut from the controller,
+        no live leader, the leader itself cut, or already held).
+        """
+        if not cut:
+            return None
+        lead = self.leader()
+        if lead is None or lead in cut or lead in self.down or lead in self.held:
+            return None
+        self._hold(lead)
+        return lead

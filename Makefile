@@ -18,9 +18,13 @@ generate: setup
 	$(VENV)/python -c "from explorer.symmetry import canon_source as s; print(s(), end='')" > explorer/_generated/canon.py
 	$(VENV)/python -c "from explorer.fast_replace import replace_source as s; print(s(), end='')" > explorer/_generated/replace.py
 
-# Everything the machine can run: unit, integration and system tiers (what CI runs).
+# Everything the machine can run: unit, integration and system tiers (what CI runs), in
+# TEST_WORKERS pytest-xdist workers: the suite mostly waits on brokers (fences, timers), so
+# one more worker than cores keeps them busy (docs/ci.md has the figures). TEST_WORKERS=0
+# runs it in one process. The 30 slowest tests are listed at the end of the log.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup lint
-	$(VENV)/python -m pytest -q
+	$(VENV)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30
 
 # The unit tier alone: model, parsers, explorer, CLI; no JVM, no daemon, a few minutes.
 test-fast: setup

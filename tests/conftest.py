@@ -7,6 +7,11 @@ The suite has three tiers, one folder each:
 Each item is marked with its tier, and with ``docker`` / ``netns`` / ``native`` where it needs
 that infrastructure, so ``pytest -m`` selects what a machine can run. Nothing here starts a
 daemon: ``scripts/setup.sh`` (``hwchaos docker up``) does, before the tests.
+
+``make test`` runs the suite with pytest-xdist workers (``--dist loadgroup``): most of its
+time is spent waiting on brokers (fences, timers), not computing. The tests that keep whole
+cores busy for long (the mypyc build, Spark sessions) share one ``xdist_group``, so they run
+one after another on one worker instead of starving each other and the brokers' timers.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ pytest_plugins = ["tests.envguard"]
 
 TIERS = ("unit", "integration", "system")
 _NETNS_FILES = ("test_network.py", "test_netsteps_brokers.py")
+CPU_GROUP = "cpu-heavy"  # the xdist_group of the tests that keep cores busy for long
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -40,3 +46,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.netns)
         if name == "test_native.py":
             item.add_marker(pytest.mark.native)
+        if name == "test_native.py" or item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group(CPU_GROUP))

@@ -9,7 +9,8 @@ matrix's main thread with :func:`harness.db.runtime.process.spawn`, so a killed 
 its children (and theirs) with it.
 
 Isolation: every job slot has a port range of its own (``HWCHAOS_PORT_RANGE``, below the
-kernel's ephemeral ports), so two clusters never choose the same port; run networks choose
+kernel's ephemeral ports; a slice of the matrix's own range when it was given one, as a
+pytest-xdist worker is), so two clusters never choose the same port; run networks choose
 disjoint subnets and namespace names across processes already (their registry and lock in
 :mod:`harness.db.runtime.netns`); every run has its own folder. Each child writes its
 progress to ``CELL_DIR/matrix.log``.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from harness.db.runtime.ports import port_range, share
 from harness.db.runtime.process import spawn
 from reference_model.scenario import Scenario, to_document
 
@@ -36,6 +38,16 @@ def default_jobs() -> int:
     """What the cores allow: a run keeps about two cores busy while its cluster starts
     (three to five JVMs), so one job per two cores, at least one."""
     return max(1, (os.cpu_count() or 1) // 2)
+
+
+def slot_ports(slot: int, jobs: int) -> tuple[int, int]:
+    """The ports of job slot ``slot``: a slice of this process's own range when it has one
+    (two matrices in two test workers must not both take 20000-20399), else 400 from 20000."""
+    span = port_range()
+    if span is not None:
+        return share(slot, jobs, span)
+    lo = PORT_BASE + slot * PORTS_PER_JOB
+    return lo, lo + PORTS_PER_JOB - 1
 
 
 def cell_command(folder: Path, target: str, backend: str, cell_id: str) -> list[str]:
@@ -63,8 +75,8 @@ def run_parallel(
                 (folder / "scenario.yaml").write_text(
                     yaml.safe_dump(to_document(scenario), sort_keys=False)
                 )
-                lo = PORT_BASE + slot * PORTS_PER_JOB
-                env = {**os.environ, "HWCHAOS_PORT_RANGE": f"{lo}-{lo + PORTS_PER_JOB - 1}"}
+                lo, hi = slot_ports(slot, jobs)
+                env = {**os.environ, "HWCHAOS_PORT_RANGE": f"{lo}-{hi}"}
                 with (folder / "matrix.log").open("ab") as log:
                     proc = spawn(
                         cell_command(folder, target, backend, cell_id),

@@ -23,6 +23,9 @@ version and size from ``@pytest.mark.hwchaos(version=..., brokers=N)``, else the
 loss, pause, resume, clean stop, restart, partition where the backend can) and
 ``hwchaos_readback`` (every replica's log as written on disk). Whatever this machine lacks
 (a release tree, java, a Docker daemon) skips the test with a one-line reason.
+
+Under pytest-xdist (``pytest -n N``) each worker takes a port range of its own
+(:mod:`harness.pytest_plugin.workers`), so clusters in two workers never share a port.
 """
 
 from harness.checker.expect import expect_problems, read_replicas, replica_table
@@ -46,6 +49,7 @@ from harness.pytest_plugin.options import (
     Settings,
     pytest_addoption,
     pytest_configure,
+    pytest_unconfigure,
     unavailable,
 )
 
@@ -66,6 +70,7 @@ __all__ = [
     "pytest_addoption",
     "pytest_collect_file",
     "pytest_configure",
+    "pytest_unconfigure",
     "read_replicas",
     "replica_table",
     "unavailable",

@@ -75,6 +75,9 @@ def _split(value: str) -> tuple[str, ...]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from harness.pytest_plugin.workers import claim_ports
+
+    claim_ports(config)  # under pytest-xdist: this worker's own ports
     config.addinivalue_line("markers", "broker: needs real Kafka brokers (hwchaos)")
     config.addinivalue_line(
         "markers",
@@ -107,6 +110,12 @@ def pytest_configure(config: pytest.Config) -> None:
         out.resolve(),
         bool(config.getoption("hwchaos_fail_on_loss")),
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from harness.pytest_plugin.workers import release_ports
+
+    release_ports(config)
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -144,9 +153,15 @@ def _missing_image(image: str) -> str | None:
 
 
 def _unique(folder: Path) -> Path:
-    """Two items of the same scenario and version in one second get distinct folders."""
+    """A new, empty folder: two items of the same scenario and version in one second get
+    distinct ones, even in two pytest-xdist workers (the folder is claimed by creating it,
+    which only one process can do)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
     candidate, n = folder, 1
-    while candidate.exists():
-        n += 1
-        candidate = folder.with_name(f"{folder.name}-{n}")
-    return candidate
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = folder.with_name(f"{folder.name}-{n}")

@@ -79,3 +79,14 @@ def test_bad_acked_entries_are_named() -> None:
         _acked_entry(3.5)
     entry: Any = _Msg("k", -1)
     assert _acked_entry(entry) == ("k", None)
+
+
+def test_run_folders_are_claimed_by_creating_them(tmp_path: Path) -> None:
+    """Two xdist workers naming a run folder in the same second each get their own: the
+    folder is created when chosen, and creation succeeds in one process only."""
+    from harness.pytest_plugin.options import _unique
+
+    first = _unique(tmp_path / "runs" / "s__3.3.1__t")
+    second = _unique(tmp_path / "runs" / "s__3.3.1__t")
+    assert first.is_dir() and second.is_dir() and first != second
+    assert second.name == "s__3.3.1__t-2"

@@ -3,6 +3,7 @@ from the range, never twice, never one that is taken, and a bad range is one cle
 
 from __future__ import annotations
 
+import itertools
 import socket
 
 import pytest
@@ -37,3 +38,31 @@ def test_a_bad_range_is_one_line(bad: str, monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(ValueError, match="HWCHAOS_PORT_RANGE") as err:
         ports.port_range()
     assert "\n" not in str(err.value)
+
+
+def test_slices_are_disjoint_and_cover_only_the_span() -> None:
+    slices = [ports.share(i, 3, (22000, 32767)) for i in range(3)]
+    assert slices[0][0] == 22000 and all(lo <= hi <= 32767 for lo, hi in slices)
+    assert all(a[1] < b[0] for a, b in itertools.pairwise(slices))
+    with pytest.raises(ValueError, match="too few for 8 parallel jobs"):
+        ports.share(0, 8, (21000, 21399))
+
+
+def test_matrix_slots_slice_the_range_they_were_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A matrix in a test worker (which has a range) keeps its jobs inside that range; two
+    such matrices in two workers would otherwise both take 20000-20399."""
+    from harness.cli.matrix_jobs import slot_ports
+
+    monkeypatch.delenv("HWCHAOS_PORT_RANGE", raising=False)
+    assert slot_ports(1, 2) == (20400, 20799)  # the documented default, unchanged
+    monkeypatch.setenv("HWCHAOS_PORT_RANGE", "25000-25799")
+    assert [slot_ports(s, 2) for s in range(2)] == [(25000, 25399), (25400, 25799)]
+
+
+def test_each_xdist_worker_gets_its_own_slice() -> None:
+    from harness.pytest_plugin.workers import worker_ports
+
+    got = {worker_ports(f"gw{i}", 3, None) for i in range(3)}
+    assert len(got) == 3 and all(22000 <= lo <= hi <= 32767 for lo, hi in got)
+    assert worker_ports("gw3", 3, None) == worker_ports("gw0", 3, None)  # a replaced worker
+    assert worker_ports("gw1", 2, (30000, 30999)) == (30500, 30999)

@@ -4,6 +4,8 @@ Two harness processes on one machine (``matrix --jobs``) must never hand out the
 each keeps a record of its own, but not of the other's. A process given a range of its own
 (``HWCHAOS_PORT_RANGE=lo-hi``, which ``matrix --jobs`` sets per job, below the kernel's
 ephemeral range so that no ``bind(0)`` elsewhere lands in it) takes its ports from there.
+Processes that start others of the same kind (``matrix --jobs``, pytest-xdist workers) give
+each child one slice of their own range (:func:`share`), so nesting never overlaps.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import socket
 
 _HANDED_OUT: set[int] = set()
 _NEXT: list[int] = []  # the next candidate in HWCHAOS_PORT_RANGE
+# Where parallel workers take their slices when no range was given: below the kernel's
+# ephemeral ports (32768-60999), above matrix --jobs' own default slots (20000 + 400 a job).
+WORKER_SPAN = (22000, 32767)
 
 
 def port_range() -> tuple[int, int] | None:
@@ -28,6 +33,23 @@ def port_range() -> tuple[int, int] | None:
     if not 1024 <= lo <= hi <= 65535:
         raise ValueError(f"HWCHAOS_PORT_RANGE={value!r}: expected 1024 <= LO <= HI <= 65535")
     return lo, hi
+
+
+def share(index: int, count: int, span: tuple[int, int]) -> tuple[int, int]:
+    """Slice ``index`` of ``count`` equal, disjoint slices of ``span`` (inclusive bounds).
+
+    A cluster takes 3-6 ports and a process never hands one out twice, so a slice must hold
+    every port a worker's whole session hands out: too narrow a slice is an error here, not a
+    "no free port left" an hour later.
+    """
+    lo, hi = span
+    size = (hi - lo + 1) // count
+    if not 0 <= index < count:
+        raise ValueError(f"no slice {index} of {count}")
+    if size < 64:
+        raise ValueError(f"ports {lo}-{hi} are too few for {count} parallel jobs (64 each)")
+    first = lo + index * size
+    return first, first + size - 1
 
 
 def _bindable(port: int) -> bool:

@@ -21,10 +21,12 @@ generate: setup
 # Everything the machine can run: unit, integration and system tiers (what CI runs), in
 # TEST_WORKERS pytest-xdist workers: the suite mostly waits on brokers (fences, timers), so
 # one more worker than cores keeps them busy (docs/ci.md has the figures). TEST_WORKERS=0
-# runs it in one process. The 30 slowest tests are listed at the end of the log.
+# runs it in one process. The 30 slowest tests are listed at the end of the log, and every
+# test's time (and the run folder of each broker test) is in $(RESULTS)/junit.xml.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup lint
-	$(VENV)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30
+	$(VENV)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30 \
+		--junitxml=$(RESULTS)/junit.xml
 
 # The unit tier alone: model, parsers, explorer, CLI; no JVM, no daemon, a few minutes.
 test-fast: setup

@@ -23,6 +23,7 @@ from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.db.runtime.docker import docker_available
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
+from tests.verdicts import why
 
 pytestmark = pytest.mark.broker
 
@@ -88,9 +89,9 @@ def test_kip101_orderings_on_real_brokers(
     info, prediction, verdict, _record = trial(
         sc, resolve_version(version), backend, tmp_path / "run", "t", progress=lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
+    assert verdict is not None, why(info, verdict, tmp_path / "run")
     lost, div = EXPECTED[(scenario, version)]
-    assert info.model_match, verdict.differences
+    assert info.model_match, why(info, verdict, tmp_path / "run")
     assert verdict.lost_acked == lost and verdict.divergent_offsets == div
     assert prediction.to_json()["lost_acked"] == lost
     if version in KRAFT:
@@ -233,8 +234,8 @@ def test_three_controller_quorum(tmp_path: Path) -> None:
         progress=lambda _m: None,
         controllers=3,
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert info.model_match and verdict.lost_acked == ["m2"], verdict.differences
+    assert verdict is not None, why(info, verdict, tmp_path / "run")
+    assert info.model_match and verdict.lost_acked == ["m2"], why(info, verdict, tmp_path / "run")
     for c in ("controller", "controller2", "controller3"):
         assert (tmp_path / "run" / "cluster" / c / "data" / "__cluster_metadata-0").is_dir(), c
     assert jvms_under(tmp_path) == []

@@ -18,6 +18,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
+from tests.verdicts import why
 
 pytestmark = pytest.mark.broker
 
@@ -45,8 +46,8 @@ def test_held_leader_and_isr_on_real_brokers(scenario: str, version: str, tmp_pa
     info, prediction, verdict, _record = trial(
         sc, resolve_version(version), "local", tmp_path / "run", "t", progress=lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert info.model_match, (verdict.differences, verdict.reason)
+    assert verdict is not None, why(info, verdict, tmp_path / "run")
+    assert info.model_match, why(info, verdict, tmp_path / "run")
     assert verdict.lost_acked == EXPECTED[(scenario, version)]
     assert prediction.to_json()["lost_acked"] == EXPECTED[(scenario, version)]
     assert jvms_under(tmp_path) == []

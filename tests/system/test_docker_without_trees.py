@@ -12,6 +12,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.db.runtime.docker import docker_available
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
+from tests.verdicts import why
 
 pytestmark = [pytest.mark.broker, pytest.mark.docker]
 
@@ -43,7 +44,7 @@ def test_kraft_in_docker_with_no_tree_on_the_host(
     info, _prediction, verdict, _record = trial(
         scenario, version, "docker", tmp_path / "run", "no-trees", progress=lambda m: None
     )
-    assert info.verdict == "match", info.extra.get("failure")
+    assert info.verdict == "match", why(info, verdict, tmp_path / "run")
     assert verdict is not None and verdict.model_match
     # the decoder read the image's own kafka-metadata jar, copied out into the (empty) cache
     assert list((tmp_path / "cache" / "image-files").glob("*/kafka-metadata-3.3.1.jar"))

@@ -21,6 +21,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
+from tests.verdicts import why
 
 # m1 replicated to B and C, B elected while A leads, m2 written by B; A fetches from B.
 ELECT_B = """
@@ -91,9 +92,9 @@ def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) ->
     require(version)
     run = tmp_path / "run"
     info, prediction, verdict, _record = play_text(tmp_path, ELECT_B, "elect-b", version, run)
-    assert verdict is not None, info.extra.get("failure")
+    assert verdict is not None, why(info, verdict, run)
     assert prediction.prevented is None
-    assert info.model_match, verdict.differences  # every replica's log as the model says
+    assert info.model_match, why(info, verdict, run)  # every replica's log as the model says
     assert verdict.lost_acked == [] == prediction.to_json()["lost_acked"]
     realised = [n for n in notes(run)[6] if n.startswith("realised: ")]
     assert realised and "B leads at epoch" in realised[0], notes(run)[6]
@@ -118,8 +119,8 @@ def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) 
     info, prediction, verdict, _record = play_text(
         tmp_path, UNCLEAN_B, "elect-unclean", version, run
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert info.model_match, verdict.differences
+    assert verdict is not None, why(info, verdict, run)
+    assert info.model_match, why(info, verdict, run)
     assert verdict.verdict == verdict_is
     if verdict_is == "prevented":
         assert verdict.prevented_step == 8

@@ -21,6 +21,7 @@ from harness.nemesis.failover import unnoticed_restarts
 from harness.trial import trial
 from reference_model.run import run_scenario
 from tests.system.test_brokers import hwchaos_containers, jvms_under, require
+from tests.verdicts import why
 
 KIP_TEXT = SCENARIO_DIR / "kip101-scenario1-kip-text.yaml"
 FOUND_HW = SCENARIO_DIR / "found" / "found-hw-acked-lost.yaml"
@@ -97,8 +98,8 @@ def test_kip_text_plays_with_a_clean_election(
     info, prediction, verdict, _record = trial(
         load_scenario(KIP_TEXT), resolve_version(version), backend, run, "t", lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert info.model_match, verdict.differences  # every replica's log as the model says
+    assert verdict is not None, why(info, verdict, run)
+    assert info.model_match, why(info, verdict, run)  # every replica's log as the model says
     assert verdict.lost_acked == lost == prediction.to_json()["lost_acked"]
     assert FAILED_OVER.format(f="A") in notes(run)[9]
     assert "controller 0 frozen, A re-registered" in (run / "report.html").read_text()
@@ -119,8 +120,8 @@ def test_explorer_hw_counterexample_is_confirmed_on_0_10(tmp_path: Path) -> None
     info, _p, verdict, _record = trial(
         load_scenario(FOUND_HW), resolve_version("0.10.2.1"), "local", run, "t", lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert info.model_match, verdict.differences
+    assert verdict is not None, why(info, verdict, run)
+    assert info.model_match, why(info, verdict, run)
     # As written the ordering loses m1 (B restarts from a checkpoint that never saw HW 1); as
     # played, Kafka writes B's own HW checkpoint (every 50 ms) before the crash and the
     # harness writes no model value into it, so B keeps m1: the model run on the events as
@@ -161,8 +162,8 @@ def test_second_failover_goes_back_to_the_restarted_controller(tmp_path: Path) -
     info, prediction, verdict, _record = trial(
         load_scenario(path), resolve_version("0.10.2.1"), "local", run, "t", lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert info.model_match, verdict.differences
+    assert verdict is not None, why(info, verdict, run)
+    assert info.model_match, why(info, verdict, run)
     # as written m1 is lost; as played Kafka's own HW checkpoint keeps it (see above)
     assert verdict.lost_acked == [] and prediction.to_json()["lost_acked"] == ["m1"]
     seen = notes(run)

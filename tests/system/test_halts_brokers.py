@@ -20,6 +20,7 @@ from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from reference_model.run import run_scenario
 from tests.system.test_brokers import jvms_under, require
+from tests.verdicts import why
 
 pytestmark = pytest.mark.broker
 
@@ -32,8 +33,8 @@ def test_predicted_halts_match_on_0_10_2_1(tmp_path: Path) -> None:
     info, _pred, verdict, _record = trial(
         sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
-    assert verdict.verdict == "match", (verdict.reason, verdict.differences, verdict.halts)
+    assert verdict is not None, why(info, verdict, tmp_path / "run")
+    assert verdict.verdict == "match", why(info, verdict, tmp_path / "run")
     assert sorted(verdict.outcomes) == ["broker_halted:B", "broker_halted:C"]
     assert verdict.lost_acked == ["m1"]
     halted = {h["broker"]: h for h in verdict.halts}
@@ -54,7 +55,7 @@ def test_unpredicted_halt_is_a_diff_naming_step_and_line(
     info, _pred, verdict, _record = trial(
         sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
+    assert verdict is not None, why(info, verdict, tmp_path / "run")
     assert verdict.verdict == "model_mismatch" and not verdict.model_match
     assert verdict.halts and not any(h["predicted"] for h in verdict.halts)
     first = verdict.halts[0]

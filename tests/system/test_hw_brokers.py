@@ -21,6 +21,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import require
+from tests.verdicts import why
 
 pytestmark = pytest.mark.broker
 
@@ -32,7 +33,7 @@ def test_kip101_scenario1_hw_per_step_and_mutation(version: str, tmp_path: Path)
     info, prediction, verdict, _record = trial(
         sc, resolve_version(version), "local", tmp_path / "run", "hw", progress=lambda m: None
     )
-    assert verdict is not None, info.extra.get("failure")
+    assert verdict is not None, why(info, verdict, tmp_path / "run")
     folder = tmp_path / "run"
     observations = [
         SimpleNamespace(**o) for o in json.loads((folder / "observations.json").read_text())

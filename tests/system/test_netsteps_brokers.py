@@ -25,6 +25,7 @@ from harness.generator.realise import ELECTED_LAG_MS, PRODUCE_TIMEOUT_MS, SHORT_
 from harness.generator.scenarios import load_scenario
 from harness.trial import trial
 from reference_model.run import run_scenario
+from tests.verdicts import why
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -127,14 +128,9 @@ def test_network_steps_play_and_match_the_model(
         pytest.skip(str(exc))
     prevented = getattr(prediction, "prevented", None)
     if prevented is not None:
-        assert info.verdict == "prevented", info.extra.get("failure")
+        assert info.verdict == "prevented", why(info, verdict, tmp_path / "run")
         return
-    assert info.verdict == "match", (
-        info.verdict,
-        info.extra.get("failure"),
-        getattr(verdict, "reason", None),
-        str(tmp_path / "run"),
-    )
+    assert info.verdict == "match", why(info, verdict, tmp_path / "run")
     assert verdict is not None and verdict.model_match
     steps = json.loads((tmp_path / "run" / "observations.json").read_text())
     realised = [n for o in steps for n in o["notes"] if n.startswith("realised: ")]

@@ -116,11 +116,18 @@ def test_kip101_orderings_on_real_brokers(
     assert jvms_under(tmp_path) == []
 
 
-def hwchaos_containers() -> list[str]:
+def hwchaos_containers(owner: str | None = None) -> list[str]:
+    """The hwchaos containers of one harness process (default: this one).
+
+    Never all of them: other test workers and other harnesses on the machine start and
+    stop their own meanwhile, and a test that counted theirs failed or passed by timing.
+    """
     import docker
+    from harness.db.runtime.reaper import OWNER_LABEL, owner_id
 
     client = docker.from_env()  # type: ignore[attr-defined]
-    found = client.api.containers(all=True, filters={"label": "hwchaos.owner"})  # no inspect race
+    flt = {"label": f"{OWNER_LABEL}={owner or owner_id()}"}
+    found = client.api.containers(all=True, filters=flt)  # the low-level list: no inspect race
     return [c["Names"][0] for c in found]
 
 
@@ -128,7 +135,6 @@ def hwchaos_containers() -> list[str]:
 def test_ctrl_c_mid_run_leaves_no_jvm(backend: str, tmp_path: Path) -> None:
     require("0.10.2.1", backend)
     out = tmp_path / "runs"
-    before = hwchaos_containers() if backend == "docker" else []
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -149,10 +155,14 @@ def test_ctrl_c_mid_run_leaves_no_jvm(backend: str, tmp_path: Path) -> None:
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
 
+    from harness.db.runtime.reaper import owner_id
+
+    owner = owner_id(proc.pid)  # the label of the containers the child harness starts
+
     @retry(stop=stop_after_delay(90), wait=wait_fixed(0.1), retry=retry_if_result(lambda n: n < 3))
     def brokers_running() -> int:
         if backend == "docker":
-            return len(set(hwchaos_containers()) - set(before))
+            return len(hwchaos_containers(owner))
         return len(jvms_under(out))
 
     try:
@@ -164,7 +174,7 @@ def test_ctrl_c_mid_run_leaves_no_jvm(backend: str, tmp_path: Path) -> None:
             proc.kill()
     assert jvms_under(out) == []
     if backend == "docker":
-        assert set(hwchaos_containers()) - set(before) == set()
+        assert hwchaos_containers(owner) == []
 
 
 @pytest.mark.parametrize("backend", ["local", "docker"])

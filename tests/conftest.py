@@ -9,15 +9,17 @@ that infrastructure, so ``pytest -m`` selects what a machine can run. Nothing he
 daemon: ``scripts/setup.sh`` (``hwchaos docker up``) does, before the tests.
 
 ``make test`` runs the suite with pytest-xdist workers (``--dist loadgroup``): most of its
-time is spent waiting on brokers (fences, timers), not computing. The tests that keep whole
-cores busy for long (the mypyc build, Spark sessions) share one ``xdist_group``, so they run
-one after another on one worker instead of starving each other and the brokers' timers.
+time is spent waiting on brokers (fences, timers), not computing. The files whose tests keep
+whole cores busy for long (the mypyc build, Spark sessions) are one work unit
+(:data:`CPU_HEAVY`), so they run one after another on one worker instead of starving each
+other and the brokers' timers, and a module's Spark session starts once, not in every worker.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,7 +31,10 @@ pytest_plugins = ["tests.envguard"]
 
 TIERS = ("unit", "integration", "system")
 _NETNS_FILES = ("test_network.py", "test_netsteps_brokers.py")
-CPU_GROUP = "cpu-heavy"  # the xdist_group of the tests that keep cores busy for long
+# Test files run as one unit on one xdist worker: they keep cores busy for long.
+CPU_HEAVY = frozenset(
+    {"test_native.py", "test_analysis.py", "test_spark_cds.py", "test_spark_standalone.py"}
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -46,5 +51,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.netns)
         if name == "test_native.py":
             item.add_marker(pytest.mark.native)
-        if name == "test_native.py" or item.get_closest_marker("spark") is not None:
-            item.add_marker(pytest.mark.xdist_group(CPU_GROUP))
+
+
+def shared_unit(nodeid: str) -> str | None:
+    """The work unit a test shares with others under xdist ("cpu-heavy"), None: its own."""
+    return "cpu-heavy" if Path(nodeid.split("::", 1)[0]).name in CPU_HEAVY else None
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: xdist's own grouping, plus every :data:`CPU_HEAVY` file as one
+    group. Why not ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming the item's
+    ``_nodeid``, which pytest 9 no longer reads, so marked tests were spread over all workers
+    (three Spark sessions at once); the scheduler sees node ids, which name the file."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class CpuHeavyTogether(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return shared_unit(nodeid) or str(super()._split_scope(nodeid))
+
+    return CpuHeavyTogether(config, log)

@@ -66,3 +66,13 @@ def test_each_xdist_worker_gets_its_own_slice() -> None:
     assert len(got) == 3 and all(22000 <= lo <= hi <= 32767 for lo, hi in got)
     assert worker_ports("gw3", 3, None) == worker_ports("gw0", 3, None)  # a replaced worker
     assert worker_ports("gw1", 2, (30000, 30999)) == (30500, 30999)
+
+
+def test_cpu_heavy_files_are_one_xdist_work_unit() -> None:
+    """The Spark and mypyc files run on one worker, one after another; a broker test is a
+    unit of its own (any worker takes it)."""
+    from tests.conftest import shared_unit
+
+    assert shared_unit("tests/integration/test_analysis.py::test_x[files]") == "cpu-heavy"
+    assert shared_unit("tests/integration/test_native.py::test_y") == "cpu-heavy"
+    assert shared_unit("tests/system/test_brokers.py::test_z[local-0.10.2.1]") is None

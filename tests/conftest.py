@@ -10,9 +10,9 @@ daemon: ``scripts/setup.sh`` (``hwchaos docker up``) does, before the tests.
 
 ``make test`` runs the suite with pytest-xdist workers (``--dist loadgroup``): most of its
 time is spent waiting on brokers (fences, timers), not computing. The files whose tests keep
-whole cores busy for long (the mypyc build, Spark sessions) are one work unit
-(:data:`CPU_HEAVY`), so they run one after another on one worker instead of starving each
-other and the brokers' timers, and a module's Spark session starts once, not in every worker.
+whole cores busy for long are grouped (:data:`CPU_HEAVY`): the Spark tests are one work unit
+and the mypyc build another, so two Spark sessions or two builds never overlap, and a
+module's Spark session starts once, not in every worker.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ pytest_plugins = ["tests.envguard"]
 
 TIERS = ("unit", "integration", "system")
 _NETNS_FILES = ("test_network.py", "test_netsteps_brokers.py")
-# Test files run as one unit on one xdist worker: they keep cores busy for long.
-CPU_HEAVY = frozenset(
-    {"test_native.py", "test_analysis.py", "test_spark_cds.py", "test_spark_standalone.py"}
-)
+# Test files whose tests run as one unit on one xdist worker (the unit's name): they keep
+# cores busy for long, and a module's Spark session is then started once, not per worker.
+CPU_HEAVY = {
+    "test_native.py": "mypyc",
+    "test_analysis.py": "spark",
+    "test_spark_cds.py": "spark",
+    "test_spark_standalone.py": "spark",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -54,14 +58,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def shared_unit(nodeid: str) -> str | None:
-    """The work unit a test shares with others under xdist ("cpu-heavy"), None: its own."""
-    return "cpu-heavy" if Path(nodeid.split("::", 1)[0]).name in CPU_HEAVY else None
+    """The work unit a test shares with others under xdist ("spark", "mypyc"), None: its own."""
+    return CPU_HEAVY.get(Path(nodeid.split("::", 1)[0]).name)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup``: xdist's own grouping, plus every :data:`CPU_HEAVY` file as one
-    group. Why not ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming the item's
+    """``--dist loadgroup``: xdist's own grouping, plus the :data:`CPU_HEAVY` groups.
+
+    Why not ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming the item's
     ``_nodeid``, which pytest 9 no longer reads, so marked tests were spread over all workers
     (three Spark sessions at once); the scheduler sees node ids, which name the file."""
     if config.getvalue("dist") != "loadgroup":

@@ -69,10 +69,11 @@ def test_each_xdist_worker_gets_its_own_slice() -> None:
 
 
 def test_cpu_heavy_files_are_one_xdist_work_unit() -> None:
-    """The Spark and mypyc files run on one worker, one after another; a broker test is a
-    unit of its own (any worker takes it)."""
+    """The Spark files run on one worker, one after another, and so do the mypyc build's
+    tests; a broker test is a unit of its own (any worker takes it)."""
     from tests.conftest import shared_unit
 
-    assert shared_unit("tests/integration/test_analysis.py::test_x[files]") == "cpu-heavy"
-    assert shared_unit("tests/integration/test_native.py::test_y") == "cpu-heavy"
+    assert shared_unit("tests/integration/test_analysis.py::test_x[files]") == "spark"
+    assert shared_unit("tests/integration/test_spark_cds.py::test_w") == "spark"
+    assert shared_unit("tests/integration/test_native.py::test_y") == "mypyc"
     assert shared_unit("tests/system/test_brokers.py::test_z[local-0.10.2.1]") is None

@@ -19,6 +19,7 @@ harness.nemesis.failover); KRaft and clusters without a spare refuse it.
 
 from __future__ import annotations
 
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import StepPrevented, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
@@ -28,6 +29,7 @@ from reference_model.events import Event
 class CrashSteps(Settling):
     """Kill, stop, pause and restart brokers; record what their files will say."""
 
+    @plays("checkpoint")
     def do_checkpoint(self, k: int, ev: Event, name: str) -> str:
         """Kafka's own checkpoint of F's HW: wait until F's file is stable, write nothing."""
         self.checkpoint_hw.pop(name, None)  # a later crash leaves Kafka's own file alone
@@ -38,6 +40,7 @@ class CrashSteps(Settling):
             f"{reading.hw} ({how})"
         )
 
+    @plays("stale_checkpoint")
     def do_stale_checkpoint(self, k: int, ev: Event, name: str) -> str:
         self.checkpoint_hw[name] = ev.value
         if name in self.down:
@@ -55,6 +58,7 @@ class CrashSteps(Settling):
             "stale_checkpoint: the scenario's value, older than the HW",
         )
 
+    @plays("flush")
     def do_flush(self, k: int, ev: Event, name: str) -> str:
         self.flushed[name] = max(self.leo(name), 0)
         return f"observed: {name}'s LEO on disk is {self.flushed[name]} (what a power loss keeps)"
@@ -67,6 +71,7 @@ class CrashSteps(Settling):
         if name in self.checkpoint_hw:
             self._write_stale_checkpoint(name)
 
+    @plays("crash")
     def do_crash(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
             return f"{name} is already down"
@@ -74,6 +79,7 @@ class CrashSteps(Settling):
         self._after_kill(name)
         return ""
 
+    @plays("power_loss")
     def do_power_loss(self, k: int, ev: Event, name: str) -> str:
         lost = nemesis.power_loss(self.cluster, name, self.flushed[name])
         self.record_write(
@@ -87,6 +93,7 @@ class CrashSteps(Settling):
         self._after_kill(name)
         return f"{lost} unflushed bytes lost"
 
+    @plays("clean_shutdown")
     def do_clean_shutdown(self, k: int, ev: Event, name: str) -> str:
         self._wake_leader()
         self._release(name)
@@ -95,12 +102,14 @@ class CrashSteps(Settling):
         self._await_controller(name)
         return ""
 
+    @plays("pause")
     def do_pause(self, k: int, ev: Event, name: str) -> str:
         self._hold(name)
         self.held.discard(name)
         self.user_paused.add(name)
         return ""
 
+    @plays("resume")
     def do_resume(self, k: int, ev: Event, name: str) -> str:
         if name in self.user_paused:
             nemesis.resume(self.cluster, name)
@@ -108,6 +117,7 @@ class CrashSteps(Settling):
             self._sync_sessions()
         return ""
 
+    @plays("restart")
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         unnoticed = ev.replica in before.controller.live

@@ -146,6 +146,10 @@ KINDS: Final[dict[str, StepKind]] = _kinds(
         "stale_checkpoint", True, False, True, "overwrite replication-offset-checkpoint with HW"
     ),
     StepKind(
+        "torn_write", True, False, False,
+        "while the broker is down its last batch is torn: recovery drops it on restart",
+    ),
+    StepKind(
         "partition", True, False, False, "cut network links from one node to others (iptables)",
         explore="partitions", needs_network=True,
     ),

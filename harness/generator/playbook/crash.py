@@ -1,5 +1,6 @@
 """Process faults and the files they leave: ``crash``, ``power_loss``, ``clean_shutdown``,
-``pause``/``resume``, ``restart``, and ``checkpoint``/``stale_checkpoint``/``flush``.
+``pause``/``resume``, ``restart``, ``checkpoint``/``stale_checkpoint``/``flush`` and
+``torn_write``.
 
 ``checkpoint F`` writes nothing: Kafka checkpoints every replica's HW itself every 50 ms
 (harness.db.catalogue.kafka_config), so the step waits until F's own file is stable and notes the
@@ -7,7 +8,8 @@ value F wrote (a paused F's file is frozen at its HW when it was paused). No mod
 ever written into a broker. ``stale_checkpoint`` is an explicit fault: the scenario's value
 is written into the file while the broker is down, listed in ``writes.json`` as a fault.
 ``flush`` records the LEO observed on disk; a ``power_loss`` cuts the log back to it (also
-listed in ``writes.json``), because Kafka's own flush timer is hourly.
+listed in ``writes.json``), because Kafka's own flush timer is hourly. ``torn_write`` (a
+fault, listed too) cuts a down broker's last batch mid-way; its restart's log recovery drops it.
 
 ``restart F`` holds the leader (pauses it) while F starts, so F processes its
 LeaderAndIsr (truncating to its HW before 0.11) but cannot fetch until a later step; then F
@@ -57,6 +59,25 @@ class CrashSteps(Settling):
             "fault",
             "stale_checkpoint: the scenario's value, older than the HW",
         )
+
+    @plays("torn_write")
+    def do_torn_write(self, k: int, ev: Event, name: str) -> str:
+        """Tear F's last batch on disk while F is down (``nemesis.torn_write``)."""
+        if name not in self.down:
+            return f"{name} is running: a torn write needs it down (crash or power_loss first)"
+        torn = nemesis.torn_write(self.cluster, name)
+        if torn is None:
+            return f"{name}'s log is empty: nothing to tear"
+        self.flushed[name] = min(self.flushed[name], torn.offset)
+        self.record_write(
+            name,
+            f"{self.cluster.partition_dir(name).name}/{torn.segment} (torn)",
+            torn.offset,
+            "fault",
+            f"torn_write: the batch at offset {torn.offset} cut to {torn.kept} of its "
+            f"{torn.size} bytes (read back: a torn tail); no clean-shutdown marker",
+        )
+        return f"fault: {name}'s batch at offset {torn.offset} torn ({torn.kept}/{torn.size} bytes)"
 
     @plays("flush")
     def do_flush(self, k: int, ev: Event, name: str) -> str:

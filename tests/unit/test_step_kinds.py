@@ -19,11 +19,12 @@ import pytest
 
 from explorer import por, search
 from explorer.search import Bounds, explore
+from harness.db.catalogue.versions import resolve_version
 from harness.generator import realise
 from harness.generator.playbook import Playbook
 from harness.generator.playbook.crash import CrashSteps
 from harness.generator.playbook.detect import DetectSteps
-from harness.generator.playbook.dispatch import StepMethod, plays, steps_of
+from harness.generator.playbook.dispatch import StepMethod, check_played, plays, steps_of
 from harness.generator.playbook.elect import ElectSteps
 from harness.generator.playbook.fences import StepPrevented
 from harness.generator.playbook.fetch import FetchSteps
@@ -31,6 +32,8 @@ from harness.generator.playbook.held import HeldSteps
 from harness.generator.playbook.isr import IsrSteps
 from harness.generator.playbook.partition import PartitionSteps
 from harness.generator.playbook.produce import ProduceSteps
+from harness.generator.scenarios import load_scenario
+from harness.trial import trial
 from reference_model import broker, disk, kinds, transitions
 from reference_model.events import Event
 from reference_model.kinds import KINDS, handles
@@ -125,6 +128,21 @@ def test_a_model_only_kind_is_refused_by_name(kind: str) -> None:
     text = str(err.value)
     assert "\n" not in text
     assert f"step 3: '{kind}' is model-only" in text
+
+
+@pytest.mark.parametrize("kind", sorted(k.name for k in KINDS.values() if not k.played))
+def test_a_run_with_a_model_only_kind_is_refused_before_a_cluster_starts(
+    kind: str, tmp_path: Path
+) -> None:
+    sc = load_scenario(ROOT / "scenarios" / "kip101-scenario1.yaml")
+    sc = dataclasses.replace(sc, steps=(*sc.steps[:2], Event(kind, replica=1), *sc.steps[2:]))
+    folder = tmp_path / "run"
+    with pytest.raises(ValueError) as err:
+        trial(sc, resolve_version("3.3.1"), "local", folder, "t", lambda _m: None)
+    assert str(err.value).startswith(f"step 3: '{kind}' is model-only")
+    assert "\n" not in str(err.value)
+    assert not folder.exists()
+    check_played(load_scenario(ROOT / "scenarios" / "kip101-scenario1.yaml").steps)  # played
 
 
 def test_every_kind_has_a_docs_row() -> None:

@@ -6,12 +6,13 @@ composed ``Playbook`` once into ``Playbook.STEPS``, a plain dict. So a reader (o
 trace: search ``@plays("kind")``) goes from a kind's declaration in
 ``reference_model.kinds`` to the method that plays it, and the collection refuses a mark
 for an undeclared or model-only kind, two marks for one kind, and a played kind without one.
-A kind declared model-only (``StepKind.played=False``) is refused by :func:`model_only`.
+A kind declared model-only (``StepKind.played=False``) is refused by :func:`check_played`
+before a cluster starts (and by the playbook, with :func:`model_only`, if it gets that far).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from reference_model.events import Event
@@ -65,3 +66,13 @@ def model_only(k: int, kind: str) -> str:
         f"step {k}: '{kind}' is model-only ({declared.meaning}): it cannot be scripted on "
         "real brokers"
     )
+
+
+def check_played(steps: Iterable[Event]) -> None:
+    """ValueError (one line, naming the step and kind) for the first step no real broker can
+    be made to take alone. Called before a cluster starts, so nothing is left behind; this is
+    the harness's limit, not the release's, so it is no ``prevented`` verdict."""
+    for k, ev in enumerate(steps, start=1):
+        declared = KINDS.get(ev.kind)
+        if declared is None or not declared.played:
+            raise ValueError(model_only(k, ev.kind))

@@ -84,7 +84,7 @@ def record(cfg: Config, st: PartitionState, decisions: Decisions, hold: frozense
     The decision's view replaces the controller's; the channel (``pending``, ``held``) is kept
     here: a broadcast goes to every live broker, a join to that broker alone.
     """
-    notes = []
+    note = ""
     for d in decisions:
         cur = st.controller
         if d.send == EVERY_LIVE:
@@ -95,6 +95,8 @@ def record(cfg: Config, st: PartitionState, decisions: Decisions, hold: frozense
             ctrl = d.controller._replace(
                 pending=cur.pending | joined, held=cur.held | (hold & joined)
             )
+        elif d.controller is cur:
+            ctrl = cur  # a refusal: nothing decided, nothing sent
         else:
             ctrl = d.controller._replace(pending=cur.pending, held=cur.held)
         if ctrl != cur:
@@ -102,8 +104,8 @@ def record(cfg: Config, st: PartitionState, decisions: Decisions, hold: frozense
         if d.send != NOBODY:
             st = complete_writes(cfg, deliver(cfg, st))
         if d.note:
-            notes.append(d.note)
-    return st, "; ".join(notes)
+            note = f"{note}; {d.note}" if note else d.note
+    return st, note
 
 
 # ------------------------------------------------------------------ the fetch family

@@ -20,6 +20,7 @@ from harness.generator.scenarios import load_scenario
 from harness.readback.logformat import read_segment
 from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
+from tests.verdicts import why
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SCENARIO = DATA / "scenarios" / "torn-write-only-isr-copy.yaml"
@@ -35,9 +36,9 @@ def test_torn_write_restarts_one_record_shorter_as_the_model_says(
     info, prediction, verdict, _record = trial(
         load_scenario(SCENARIO), resolve_version(version), "local", run, "t", lambda _m: None
     )
-    assert verdict is not None, info.extra.get("failure")
+    assert verdict is not None, why(info, verdict, run)
     assert prediction.prevented is None
-    assert info.model_match, (verdict.differences, run)
+    assert info.model_match, why(info, verdict, run)
     assert verdict.lost_acked == ["m2"] == prediction.to_json()["lost_acked"]
     obs = {o["step"]: o for o in json.loads((run / "observations.json").read_text())}
     assert any(n.startswith("fault: A's batch at offset 1 torn") for n in obs[8]["notes"]), obs[8]

@@ -3,7 +3,7 @@
 Why: a cluster's ports are chosen before its nodes bind them, and a process remembers only
 the ports it handed out itself (:mod:`harness.db.runtime.ports`). Two workers choosing from
 the kernel's free ports at once can pick the same one for two clusters; the second broker
-then dies with "Address already in use". So each worker (``PYTEST_XDIST_WORKER=gwN``) sets
+then dies with "Address already in use". So each worker (``gwN`` of ``config.workerinput``) sets
 ``HWCHAOS_PORT_RANGE`` to its own slice: of the range the session was given, else of
 :data:`~harness.db.runtime.ports.WORKER_SPAN`. A ``matrix --jobs`` inside a worker slices
 the worker's range again. Without xdist nothing changes.
@@ -29,12 +29,18 @@ def worker_ports(worker: str, count: int, span: tuple[int, int] | None) -> tuple
 
 
 def claim_ports(config: pytest.Config) -> None:
-    """In an xdist worker: set this worker's ``HWCHAOS_PORT_RANGE`` (restored at the end)."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw"):
+    """In an xdist worker: set this worker's ``HWCHAOS_PORT_RANGE`` (restored at the end).
+
+    A worker is told by ``config.workerinput``, not by ``PYTEST_XDIST_WORKER``: a pytest run
+    started from inside a worker (a test of a pytest plugin) inherits that variable and
+    would take a slice of the slice, in the same place as its worker's.
+    """
+    workerinput = getattr(config, "workerinput", None)
+    if not isinstance(workerinput, dict):
         return
+    worker = str(workerinput.get("workerid", ""))
     try:
-        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        count = int(workerinput.get("workercount", 1))
         lo, hi = worker_ports(worker, count, port_range())
     except ValueError as exc:
         raise pytest.UsageError(f"{ENV} for xdist worker {worker}: {exc}") from None

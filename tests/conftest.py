@@ -9,10 +9,10 @@ that infrastructure, so ``pytest -m`` selects what a machine can run. Nothing he
 daemon: ``scripts/setup.sh`` (``hwchaos docker up``) does, before the tests.
 
 ``make test`` runs the suite with pytest-xdist workers (``--dist loadgroup``): most of its
-time is spent waiting on brokers (fences, timers), not computing. The files whose tests keep
-whole cores busy for long are grouped (:data:`CPU_HEAVY`): the Spark tests are one work unit
-and the mypyc build another, so two Spark sessions or two builds never overlap, and a
-module's Spark session starts once, not in every worker.
+time is spent waiting on brokers (fences, timers), not computing. Some files are one work
+unit each (:data:`SHARED_UNITS`): their module-scoped fixture (a Spark session, a mypyc
+build, broker runs) then runs once instead of once per worker, and two Spark sessions or
+two builds never overlap.
 """
 
 from __future__ import annotations
@@ -31,13 +31,17 @@ pytest_plugins = ["tests.envguard"]
 
 TIERS = ("unit", "integration", "system")
 _NETNS_FILES = ("test_network.py", "test_netsteps_brokers.py")
-# Test files whose tests run as one unit on one xdist worker (the unit's name): they keep
-# cores busy for long, and a module's Spark session is then started once, not per worker.
-CPU_HEAVY = {
+# Test files whose tests run as one unit on one xdist worker (the unit's name). A
+# module-scoped fixture runs once per worker that gets a test of its module, so a file whose
+# fixture is costly is one unit: test_replay_brokers plays 9 scenarios per version in its
+# fixture (spread over 3 workers: 54 broker runs instead of 18). The Spark and mypyc files
+# also keep cores busy for long: never two Spark sessions or two builds at once.
+SHARED_UNITS = {
     "test_native.py": "mypyc",
     "test_analysis.py": "spark",
     "test_spark_cds.py": "spark",
     "test_spark_standalone.py": "spark",
+    "test_replay_brokers.py": "replay",
 }
 
 
@@ -58,13 +62,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def shared_unit(nodeid: str) -> str | None:
-    """The work unit a test shares with others under xdist ("spark", "mypyc"), None: its own."""
-    return CPU_HEAVY.get(Path(nodeid.split("::", 1)[0]).name)
+    """The work unit a test shares with others under xdist (:data:`SHARED_UNITS`), None: a
+    unit of its own."""
+    return SHARED_UNITS.get(Path(nodeid.split("::", 1)[0]).name)
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: unknown without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup``: xdist's own grouping, plus the :data:`CPU_HEAVY` groups.
+    """``--dist loadgroup``: xdist's own grouping, plus the :data:`SHARED_UNITS`.
 
     Why not ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming the item's
     ``_nodeid``, which pytest 9 no longer reads, so marked tests were spread over all workers

@@ -76,4 +76,5 @@ def test_cpu_heavy_files_are_one_xdist_work_unit() -> None:
     assert shared_unit("tests/integration/test_analysis.py::test_x[files]") == "spark"
     assert shared_unit("tests/integration/test_spark_cds.py::test_w") == "spark"
     assert shared_unit("tests/integration/test_native.py::test_y") == "mypyc"
+    assert shared_unit("tests/system/test_replay_brokers.py::test_r[4.0.0-s1]") == "replay"
     assert shared_unit("tests/system/test_brokers.py::test_z[local-0.10.2.1]") is None

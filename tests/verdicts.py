@@ -20,7 +20,7 @@ SHOWN = 5  # differences / mismatches listed; the rest are counted
 def _some(label: str, items: list[Any]) -> list[str]:
     lines = [f"{label}: {x}" for x in items[:SHOWN]]
     if len(items) > SHOWN:
-        lines.append(f"... and {len(items) - SHOWN} more {label}s (verdict.json)")
+        lines.append(f"... and {len(items) - SHOWN} more of these (verdict.json)")
     return lines
 
 

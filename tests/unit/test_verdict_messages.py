@@ -27,7 +27,7 @@ def test_a_mismatch_names_reason_step_positions_hw_and_folder() -> None:
     assert "verdict: model_mismatch (model match: False)" in text
     assert "reason: B's log differs" in text and "first differing step: 7" in text
     assert "step 7 (heal B): A's HW is 1 (checkpoint), the model says 2" in text
-    assert text.count("difference: ") == SHOWN and "2 more differences" in text
+    assert text.count("difference: ") == SHOWN and "2 more of these" in text
     assert "lost acked ['m2'] (predicted [])" in text and "run folder: /tmp/run" in text
 
 

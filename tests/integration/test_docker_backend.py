@@ -400,3 +400,17 @@ def test_sigterm_removes_the_harness_containers(kafka_image_0_10: str, tmp_path:
         return objs if objs != ([], []) else None
 
     assert leftovers() is None
+
+
+def test_a_pid_is_signalled_directly_only_in_its_own_container() -> None:
+    """SIGSTOP/SIGCONT skip the daemon only for a pid whose cgroup names the container: a pid
+    of another PID namespace, a gone one, or an empty id falls back to ``docker kill``."""
+    from harness.db.runtime.docker import _in_container
+
+    mine = Path(f"/proc/{os.getpid()}/cgroup").read_text()
+    assert not _in_container(os.getpid(), "")
+    assert not _in_container(os.getpid(), "f" * 64)  # not this process's container
+    assert not _in_container(2**22 + 7, "f" * 64)  # no such pid
+    last = mine.strip().splitlines()[-1].rsplit("/", 1)[-1]
+    if last:  # inside a container (or a named cgroup): its own id is found
+        assert _in_container(os.getpid(), last)

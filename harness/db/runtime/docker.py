@@ -132,6 +132,7 @@ class DockerCluster(Cluster):
         self._network: Any = None
         self._ips: dict[str, str] = {}
         self._published: dict[str, dict[int, int]] = {}  # container port -> host port
+        self._host_pids: dict[str, int] = {}  # the JVM's pid here, checked before each use
         self.network: Any = None  # harness.db.runtime.netns.LinkCuts once the net exists
         self._closed = False
         self.isolated = _nsenter_ok()  # default route removed in every container
@@ -458,14 +459,38 @@ class DockerCluster(Cluster):
         return None
 
     def signal(self, name: str, sig: int) -> None:
-        """Signal the broker's JVM: PID 1 of its container (``docker kill -s``)."""
+        """Signal the broker's JVM: PID 1 of its container (``docker kill -s``).
+
+        SIGSTOP and SIGCONT go straight to the JVM's pid when this host sees it (the daemon
+        on this machine, root): a fetch step must pause its follower within one parked
+        Fetch (``replica.fetch.wait.max.ms``) of its round, and a daemon round trip under
+        load took a good part of that (the docker fetch steps that failed paused 1.1-1.3 s
+        after their round).
+        """
         w = self._wrapped(name)
         if w is None:
+            return
+        if sig in (signals.SIGSTOP, signals.SIGCONT) and self._signal_here(name, w.id, sig):
             return
         if sig in (signals.SIGKILL, signals.SIGTERM):
             self.expected_down.add(name)
         with contextlib.suppress(Exception):  # already exited: nothing to signal
             w.kill(signal=SIGNALS.get(signals.Signals(sig), str(int(sig))))
+
+    def _signal_here(self, name: str, container_id: str, sig: int) -> bool:
+        """``os.kill`` to the container's PID 1 if its cgroup names this container (never a
+        pid of another PID namespace or a reused one); False: not sent, use the daemon."""
+        pid = self._host_pids.get(name)
+        if pid is None or not _in_container(pid, container_id):
+            pid = self._pid(name)
+            if pid is None or not _in_container(pid, container_id):
+                return False
+            self._host_pids[name] = pid
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            return False
+        return True
 
     def host_pid(self, name: str) -> int | None:
         """PID 1 of the container as this host sees it (the JVM: the entrypoint execs it)."""
@@ -505,3 +530,11 @@ def _nsenter(pid: int, *cmd: str, check: bool = True) -> subprocess.CompletedPro
         last = (res.stderr.strip().splitlines() or ["?"])[-1]
         raise NetworkFaultError(f"{' '.join(cmd)} in the netns of pid {pid} failed: {last[:160]}")
     return res
+
+
+def _in_container(pid: int, container_id: str) -> bool:
+    """Whether process ``pid`` here is in the cgroup of container ``container_id``."""
+    try:
+        return bool(container_id) and container_id in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False

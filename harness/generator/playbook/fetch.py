@@ -90,6 +90,7 @@ class FetchSteps(Settling):
             low = min([leo0, *self._truncated_to(name)[cuts0:]])
             if self.leo(name) <= low:
                 note = "; ".join(x for x in (note, self._hw_learned(name)) if x)
+                round_done = time.monotonic()  # the answer it waited for opens a new window
         finally:
             shield = self._shield_from_leader(name)
             shielded_at = time.monotonic()

@@ -22,7 +22,7 @@ from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
-from harness.protocol.wire import WireError, api_versions
+from harness.readback import tcp
 from reference_model.events import Event
 
 
@@ -66,21 +66,27 @@ class ProduceSteps(Settling):
         return "; ".join(out)
 
     def _parked_fetches_answered(self, target: str | None = None) -> None:
-        """Wait out ``replica.fetch.wait.max.ms`` after the leader took the paused followers'
-        last Fetch requests.
+        """Wait until no paused follower's Fetch is parked at the broker that takes the
+        record (``target``, else the leader).
 
         A follower paused just after sending its next Fetch leaves that request parked in the
         leader's fetch purgatory; a record produced before it expires completes it, and the
         paused follower applies the answer whenever it next runs (seen on 0.10.2.1 and
-        3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched). The answer is not
-        observable from outside, but its deadline is the broker's own timer: the request's
-        arrival plus ``replica.fetch.wait.max.ms``. The arrival is bounded by observation:
-        the broker that will take the record (``target``, else the leader) answers an
-        ApiVersions sent after the last pause, so its request handlers have run past the
-        follower's Fetch, which was on the wire before the pause. From that answer the
-        fence is the broker's timer, twice for scheduling slack. Without it (a loaded
-        machine: the leader read the Fetch late) the timer alone from the pause was not
-        enough: ``elect-unclean`` on 3.3.1 once saw B hold m2 it never fetched.
+        3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched).
+
+        Two ways to see it answered, whichever comes first:
+
+        - observed: the answer's bytes wait in the paused follower's socket receive queue
+          (:func:`harness.readback.tcp.answered`, per paused follower; a fetcher has one
+          request in flight per connection);
+        - the broker's timer: the request's arrival plus ``replica.fetch.wait.max.ms``. The
+          arrival is bounded by observation: the broker answered an ApiVersions sent after
+          the last pause (taken right after it, :meth:`_probe_after_pause`, or now if the
+          broker could not answer then), so its request handlers have run past the
+          follower's Fetch, which was on the wire before the pause. From that answer the
+          fence is the broker's timer, twice for scheduling slack. Without it (a loaded
+          machine: the leader read the Fetch late) the timer alone from the pause was not
+          enough: ``elect-unclean`` on 3.3.1 once saw B hold m2 it never fetched.
         """
         # The broker spec holds overrides only; the setting itself is kafka_config's.
         wait_ms = int(
@@ -88,25 +94,29 @@ class ProduceSteps(Settling):
                 "replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS
             )
         )
+        who = target or self.leader()
         start = self._paused_at
-        probed = self._leader_answered_after_pause(target or self.leader())
+        probed = self._answered_after_pause.get(who) if who is not None else None
+        if probed is None and who is not None:
+            probed = self._answered_now(who)
         if probed is not None:
             start = max(start, probed)
         deadline = start + 2 * wait_ms / 1000
-        wait_until(lambda: time.monotonic() >= deadline, "parked fetches to expire", 5.0)
+        paused = sorted((self.held | self.user_paused) - self.down - {who})
 
-    def _leader_answered_after_pause(self, name: str | None) -> float | None:
-        """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:
-        down, paused, or cut from the harness's client; the timer alone then)."""
+        def answered() -> bool:
+            if time.monotonic() >= deadline:
+                return True
+            target_pid = self.cluster.host_pid(who) if who is not None else None
+            if target_pid is None:
+                return False
+            for n in paused:
+                pid = self.cluster.host_pid(n)
+                if pid is not None and tcp.answered(pid, target_pid) is not True:
+                    return False  # None (cannot tell): the timer decides
+            return True
 
-        if name is None or name in self.down or name in self.held or name in self.user_paused:
-            return None
-        host, port = self.cluster.broker_address(name)
-        try:
-            api_versions(host, port, timeout=5.0)
-        except WireError:
-            return None
-        return time.monotonic()
+        wait_until(answered, "parked fetches to expire", 5.0)
 
     def _fresh_producer(self) -> None:
         """Runs with ``isr_shrink`` and KRaft runs: each produce step gets a producer

@@ -73,6 +73,8 @@ class PlaybookState:
             ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
         )
         self._paused_at = 0.0  # when the harness last paused a broker
+        # broker -> when it answered an ApiVersions sent after that pause (produce.py)
+        self._answered_after_pause: dict[str, float] = {}
         # How this mode's brokers are seen acting on the controller's decisions.
         self.decisions = cluster.mode.decisions(cluster, self.view, self._controller_brokers)
 

@@ -105,8 +105,8 @@ class ProduceSteps(Settling):
         paused = sorted((self.held | self.user_paused) - self.down - {who})
 
         def answered() -> bool:
-            if time.monotonic() >= deadline:
-                return True
+            if not paused or time.monotonic() >= deadline:
+                return True  # no paused follower: nothing can apply a parked answer later
             target_pid = self.cluster.host_pid(who) if who is not None else None
             if target_pid is None:
                 return False

@@ -24,7 +24,7 @@ from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.nemesis import faults as nemesis
 from harness.nemesis.failover import ControllerFailover, has_spare
 from harness.protocol.wire import WireError, list_offsets_latest
-from harness.readback.hw import HwReading, checkpointed_hw, stable_hw
+from harness.readback.hw import HwReading, checkpointed_hw, stable_hw, stable_hws
 from harness.readback.logformat import read_partition_dir
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
@@ -165,6 +165,12 @@ class PlaybookState:
             return stable_hw(log_dir, TOPIC, PARTITION)
         return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
 
+    def hw_readings(self, names: list[str]) -> dict[str, HwReading]:
+        """:meth:`hw_reading` of several brokers, the running ones waited for together."""
+        running = {n: self.cluster.log_dir(n) for n in names if self._running(n)}
+        got = stable_hws(running, TOPIC, PARTITION) if running else {}
+        return {n: got[n] if n in got else self.hw_reading(n) for n in names}
+
     def consumer_read(self, name: str, role: str) -> None:
         """What a consumer reads from ``name`` now (harness.protocol.fetch), for the oracle.
 
@@ -212,7 +218,7 @@ class PlaybookState:
 
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
         v = self.view()
-        readings = {n: self.hw_reading(n) for n in self.names}
+        readings = self.hw_readings(self.names)
         lead = self.by_id.get(v.leader, "")
         wire = self.leader_hw() if lead and self._running(lead) else -1
         if lead and self._running(lead):

@@ -7,8 +7,9 @@ answers Metadata from a stale view (a zombie leader names itself), so the harnes
 is cut from it for the step. ``produce: {to: X}`` bootstraps a producer from X alone while
 the client is cut from every other broker, so it can only ever talk to X, whatever X's
 metadata says; X's answer is the outcome. Both first wait out fetches parked in the
-leader's purgatory, which a record would otherwise complete behind the script. Runs with
-``isr_shrink`` use a fresh, patient producer per step (see ``_fresh_producer``).
+leader's purgatory, which a record would otherwise complete behind the script. Every
+plain ``produce`` uses a producer bootstrapped from the current leader (runs with
+``isr_shrink``: a patient one; see ``_fresh_producer``).
 """
 
 from __future__ import annotations
@@ -119,33 +120,29 @@ class ProduceSteps(Settling):
         wait_until(answered, "parked fetches to expire", 5.0)
 
     def _fresh_producer(self) -> None:
-        """Runs with ``isr_shrink`` and KRaft runs: each produce step gets a producer
-        bootstrapped from the current leader. An older one may hold an open connection to a
-        follower that ran in a fetch step and is paused now; a Metadata request on it hangs
-        for the whole socket timeout: seen as 30 s steps with ``isr_shrink`` (long enough
-        for the short lag to drop followers behind the script), and as 8-10 s first produce
-        steps on KRaft, whose clients bootstrap from every broker (the "metadata to name
-        the current leader" fence, measured in run.json's timings). A fresh one never
-        completes its handshake with a paused broker, so it never uses one. The old one
-        stays open for its reports. ZooKeeper runs bootstrap from the controller brokers,
-        which are never paused (:meth:`_bootstrap_pausable`).
+        """Each produce step gets a producer bootstrapped from the current leader.
+
+        An older one may hold an open connection to a follower that ran in a fetch step
+        and is paused now, or pick a paused broker it learned from metadata for its next
+        Metadata request; that request hangs for the whole socket timeout: seen as 30 s
+        steps with ``isr_shrink`` (long enough for the short lag to drop followers behind
+        the script), as 8-10 s first produce steps on KRaft, whose clients bootstrap from
+        every broker, and as 6-8 s on 0.10.2.1 although its clients bootstrap from the
+        controller broker, which is never paused (kip101-scenario1 step 4,
+        controller-queue-two-leader-changes step 6: "the producer's metadata to name the
+        current leader" in run.json's timings). A fresh one never completes its handshake
+        with a paused broker, so it never uses one. The old one stays open for its reports.
         """
         lead = self.leader()
-        short_lag = needs(self.scenario).short_lag
-        if not (short_lag or self._bootstrap_pausable()) or lead is None or lead in self.down:
+        if lead is None or lead in self.down:
             return
+        short_lag = needs(self.scenario).short_lag
         host, port = self.cluster.broker_address(lead)
         timeout = {"timeout_ms": PRODUCE_TIMEOUT_MS} if short_lag else {}
         fresh = Producer(f"{host}:{port}", self.scenario.acks, **timeout)
         fresh.deliveries = self.producer.deliveries  # one record of every write
         self.retired.append(self.producer)
         self.producer = fresh
-
-    def _bootstrap_pausable(self) -> bool:
-        """Whether the cluster's client bootstrap lists scenario brokers, which steps pause
-        (KRaft: every broker), rather than brokers no fault touches (ZooKeeper mode)."""
-        listed = set(self.cluster.bootstrap().split(","))
-        return any("{}:{}".format(*self.cluster.broker_address(n)) in listed for n in self.names)
 
     def produce_to(self, k: int, ev: Event, name: str) -> str:
         """``produce: {to: X}``: a client that can reach X alone; its answer is the outcome."""

@@ -23,6 +23,7 @@ from harness.db.runtime.process import stopped
 from harness.db.specs import TopicSpec
 from harness.nemesis import faults
 from harness.protocol.wire import WireError, api_versions, list_offsets_latest
+from harness.readback import tcp
 from tests.system.test_brokers import jvms_under, require
 
 
@@ -84,4 +85,38 @@ def test_list_offsets_answers_the_leaders_hw(version: str, tmp_path: Path) -> No
         hw_is(3)  # acks=all with both in the ISR: acknowledged means below the HW
         with pytest.raises(WireError, match="ListOffsets error code"):
             list_offsets_latest(*follower, TOPIC, PARTITION)  # NOT_LEADER_OR_FOLLOWER
+    assert jvms_under(tmp_path) == []
+
+
+@pytest.mark.broker
+@pytest.mark.parametrize("version", ["0.10.2.1", "3.3.1-kraft", "4.0.0"])
+def test_a_paused_followers_parked_fetch_is_seen_answered(version: str, tmp_path: Path) -> None:
+    """The produce fence's observation (harness.readback.tcp): a follower paused just after
+    it caught up has its next Fetch parked at the leader, unanswered; the leader answers it
+    after replica.fetch.wait.max.ms, and the answer waits in the paused follower's socket."""
+    require(version)
+    cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path)
+    with cluster:
+        cluster.create_topic(TopicSpec(["A", "B"], min_insync=1, unclean=False))
+        seen_parked = False
+        for attempt in range(3):
+            producer = Producer("{}:{}".format(*cluster.broker_address("A")), "all")
+            producer.send(f"m{attempt}")
+            producer.close(timeout=30.0)  # acks=all: B fetched it and sent its next Fetch
+            pids = (cluster.host_pid("B"), cluster.host_pid("A"))
+            assert pids[0] is not None and pids[1] is not None
+            faults.pause(cluster, "B")
+            try:
+                seen_parked = tcp.answered(*pids) is False
+                if seen_parked:
+                    # the leader's timer answers it; the paused follower holds the answer
+                    @retry(stop=stop_after_delay(10), wait=wait_fixed(0.05), reraise=True)
+                    def answered(pids: tuple[int, int] = (pids[0], pids[1])) -> None:
+                        assert tcp.answered(*pids) is True
+
+                    answered()
+                    break
+            finally:
+                faults.resume(cluster, "B")
+        assert seen_parked, "the follower's Fetch was never seen parked (3 tries)"
     assert jvms_under(tmp_path) == []

@@ -23,6 +23,7 @@ from harness import timing
 from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.names import PARTITION, TOPIC
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw
@@ -60,6 +61,7 @@ class FetchSteps(Settling):
             self._played_run = realised_run(self.prediction)
         return self._played_run.steps[k].state
 
+    @plays("fetch")
     def do_fetch(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
             return f"{name} is down"
@@ -149,6 +151,7 @@ class FetchSteps(Settling):
             return f"observed: {name}'s HW stayed {got} (leader's HW and {name}'s LEO: {target()})"
         return ""
 
+    @plays("fetch_request")
     def do_fetch_request(self, k: int, ev: Event, name: str) -> str:
         """A Fetch whose answer F never processes (model: ``fetch_request``).
 
@@ -176,6 +179,7 @@ class FetchSteps(Settling):
                 )
         return self.do_fetch(k, ev, name)
 
+    @plays("leader_epoch_request")
     def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
         if not self.version.epoch_on_disk:
             return "no OffsetsForLeaderEpoch before 0.11"

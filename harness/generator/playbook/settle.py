@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from harness.db.runtime.process import stopped
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.halts import HaltWatch
 from harness.nemesis import faults as nemesis
@@ -48,10 +49,12 @@ class Settling(HaltWatch):
         """
         self._answered_after_pause = {}
         for n in self.names:
-            if self._running(n):
-                t = self._answered_now(n, timeout=1.0)
-                if t is not None:
-                    self._answered_after_pause[n] = t
+            pid = self.cluster.host_pid(n)
+            if not self._running(n) or (pid is not None and stopped(pid)):
+                continue  # e.g. a leader stopped while F is paused (fetch.py): probed later
+            t = self._answered_now(n, timeout=1.0)
+            if t is not None:
+                self._answered_after_pause[n] = t
 
     def _answered_now(self, name: str, timeout: float = 5.0) -> float | None:
         """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:

@@ -99,6 +99,7 @@ class FetchSteps(Settling):
             finally:
                 if shield is not None:
                     nemesis.resume(self.cluster, shield)
+                    self._probe_after_pause()  # the produce fence's bound, taken again
         stopped = shielded_at if shield is not None else self._paused_at
         return "; ".join(x for x in (note, self._late_pause(name, round_done, stopped)) if x)
 

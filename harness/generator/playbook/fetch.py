@@ -22,7 +22,7 @@ import time
 from harness import timing
 from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
-from harness.db.names import PARTITION, TOPIC
+from harness.db.names import PARTITION
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw
@@ -110,17 +110,21 @@ class FetchSteps(Settling):
         lead_hw = self.leader_hw()
 
         def target() -> int:
-            lead_now = max(lead_hw, checkpointed_hw(lead_dir, TOPIC, PARTITION))
+            lead_now = max(lead_hw, checkpointed_hw(lead_dir, self.cluster.topic, PARTITION))
             return min(lead_now, self.leo(name))
 
         try:
             wait_until(
-                lambda: target() <= checkpointed_hw(log_dir, TOPIC, PARTITION) <= self.leo(name),
+                lambda: (
+                    target()
+                    <= checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
+                    <= self.leo(name)
+                ),
                 f"{name} to apply the leader's HW",
                 FETCH_WAIT_MAX_MS / 1000 + 5.0,
             )
         except FenceTimeout:
-            got = checkpointed_hw(log_dir, TOPIC, PARTITION)
+            got = checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
             return f"observed: {name}'s HW stayed {got} (leader's HW and {name}'s LEO: {target()})"
         return ""
 
@@ -141,7 +145,7 @@ class FetchSteps(Settling):
             and lead not in self.down
             and self.ids[name] in self.view().isr
         ):
-            lead_hw = checkpointed_hw(self.cluster.log_dir(lead), TOPIC, PARTITION)
+            lead_hw = checkpointed_hw(self.cluster.log_dir(lead), self.cluster.topic, PARTITION)
             leo = self.leo(name)
             if 0 <= leo <= lead_hw:
                 return (

@@ -19,7 +19,7 @@ from harness.client.producer import Producer
 from harness.db import Cluster
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode.view import PartitionView
-from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.db.names import CONTROLLER, PARTITION
 from harness.generator.playbook.fences import FenceTimeout, Observation, wait_until
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.nemesis import faults as nemesis
@@ -87,10 +87,15 @@ class PlaybookState:
         long enough for the short lag to drop followers behind the script.
         """
         if not needs(self.scenario).short_lag:
-            return Producer(self.cluster.bootstrap(), self.scenario.acks)
+            return Producer(self.cluster.bootstrap(), self.scenario.acks, topic=self.cluster.topic)
         lead = self.scenario.brokers[self.scenario.leader]
         host, port = self.cluster.broker_address(lead)
-        return Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+        return Producer(
+            f"{host}:{port}",
+            self.scenario.acks,
+            timeout_ms=PRODUCE_TIMEOUT_MS,
+            topic=self.cluster.topic,
+        )
 
     def poll_producers(self) -> None:
         """Serve delivery reports of every producer of the run."""
@@ -150,7 +155,7 @@ class PlaybookState:
             )
         try:
             _low, high = self._consumer.get_watermark_offsets(
-                TopicPartition(TOPIC, PARTITION), timeout=2.0, cached=False
+                TopicPartition(self.cluster.topic, PARTITION), timeout=2.0, cached=False
             )
             return int(high)
         except Exception:  # "no answer" is the observation
@@ -176,7 +181,7 @@ class PlaybookState:
                     "metadata.max.age.ms": 1000,
                 }
             )
-        tp = TopicPartition(TOPIC, PARTITION)
+        tp = TopicPartition(self.cluster.topic, PARTITION)
         try:
             latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
             futs = self._admin.list_offsets({tp: latest}, request_timeout=2.0)
@@ -202,8 +207,8 @@ class PlaybookState:
         """
         log_dir = self.cluster.log_dir(name)
         if self._running(name):
-            return stable_hw(log_dir, TOPIC, PARTITION)
-        return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
+            return stable_hw(log_dir, self.cluster.topic, PARTITION)
+        return HwReading(checkpointed_hw(log_dir, self.cluster.topic, PARTITION), True, 0)
 
     def consumer_read(self, name: str, role: str) -> None:
         """What a consumer reads from ``name`` now (harness.protocol.fetch), for the oracle.
@@ -231,7 +236,7 @@ class PlaybookState:
         }
         try:
             ver = fetch_version(self.version.epoch_on_disk, kip392)
-            ans = fetch(host, port, TOPIC, PARTITION, ver, rid)
+            ans = fetch(host, port, self.cluster.topic, PARTITION, ver, rid)
             row["hw"], row["records"] = ans.high_watermark, [list(x) for x in ans.records]
             row["error"] = "" if ans.error == 0 else f"error code {ans.error}"
         except (WireError, struct.error, IndexError) as exc:

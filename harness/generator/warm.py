@@ -24,10 +24,13 @@ first run keeps ``hwchaos``), set as :attr:`Cluster.topic` before the playbook s
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -271,15 +274,20 @@ class WarmClusters:
     """Running clusters kept between runs, one per configuration (:func:`warm_key`).
 
     At most ``keep`` are kept (the least recently used is closed first): an idle cluster
-    still holds its JVMs' memory. :meth:`close` stops all of them; so does the process's
-    exit (each cluster's own ``atexit`` and PDEATHSIG/reaper machinery, as for a fresh one).
+    still holds its JVMs' memory. :meth:`close` stops all of them and removes their work
+    dirs (every run copied its logs out); so does the process's exit, through ``atexit``
+    here and each cluster's own PDEATHSIG/reaper machinery when the harness is killed, as
+    for a fresh cluster.
     """
 
-    def __init__(self, root: Path, keep: int = 1) -> None:
-        self.root = root
+    def __init__(self, root: Path | None = None, keep: int = 1) -> None:
+        self._own_root = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="hwchaos-warm-")) if root is None else root
         self.keep = keep
         self._warm: dict[str, _Warm] = {}
         self._made = 0
+        self.reused = 0  # runs played on a reused cluster (benchmarks, tests)
+        atexit.register(self.close)
 
     def workdir(self) -> Path:
         """A new cluster's work dir, outside every run folder (it outlives the run)."""
@@ -312,6 +320,7 @@ class WarmClusters:
                 warm.runs.append(run_id)
                 warm.topics.append(topic)
                 self._warm[key] = warm
+                self.reused += 1
                 return warm.cluster, reuse
             why = f"refused a dirty warm cluster: {why}"
             warm.cluster.close()
@@ -337,10 +346,12 @@ class WarmClusters:
             cluster.close()
 
     def close(self) -> None:
-        """Stop every kept cluster; idempotent."""
+        """Stop every kept cluster and remove the work dirs; idempotent."""
         while self._warm:
             _key, warm = self._warm.popitem()
             warm.cluster.close()
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> WarmClusters:
         return self

@@ -22,11 +22,11 @@ import time
 from harness import timing
 from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
-from harness.db.names import PARTITION
+from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw
-from harness.readback.log4j import read_rotated
+from harness.readback.log4j import read_rotated, without_other_topics
 from reference_model.events import Event
 from reference_model.run import RunResult
 from reference_model.state import PartitionState
@@ -162,12 +162,20 @@ class FetchSteps(Settling):
 
     def _truncations(self, name: str) -> int:
         """How many truncation decisions ("Truncating ...") the broker has logged."""
-        return read_rotated(self.cluster.broker_log(name)).count("Truncating")
+        return self._server_log(name).count("Truncating")
 
     def _truncated_to(self, name: str) -> list[int]:
         """The offsets the broker's logged truncations cut its log to, oldest first."""
-        text = read_rotated(self.cluster.broker_log(name))
+        text = self._server_log(name)
         return [int(a or b) for a, b in TRUNCATED_TO.findall(text)]
+
+    def _server_log(self, name: str) -> str:
+        """Broker ``name``'s server.log, less the lines of an earlier run's partition (a
+        reused cluster's brokers still remove its dirs while this run plays)."""
+        text = read_rotated(self.cluster.broker_log(name))
+        if self.cluster.topic == TOPIC:
+            return text  # a fresh cluster, or a reused one's first run: no earlier topic
+        return without_other_topics(text, self.cluster.topic, TOPIC, PARTITION)
 
     def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
@@ -264,8 +272,7 @@ class FetchSteps(Settling):
 
     def _fenced_lines(self, name: str) -> int:
         """How often ``name``'s fetcher was fenced (KIP-320, AbstractFetcherThread)."""
-        text = read_rotated(self.cluster.broker_log(name))
-        return text.count("than the current leader. Will await")
+        return self._server_log(name).count("than the current leader. Will await")
 
     def fetch_while_cut(self, k: int, name: str) -> str:
         """``fetch F`` of a follower cut from the controller: it fetches from the leader it

@@ -34,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,10 @@ def _live(cluster: Cluster) -> set[int]:
         view.close()
 
 
+def _not_live(cluster: Cluster, broker_id: int) -> bool:
+    return broker_id not in _live(cluster)
+
+
 def _delete_topic(cluster: Cluster, topic: str) -> None:
     """DeleteTopics through the cluster's bootstrap (every ZooKeeper and KRaft version here)."""
     from confluent_kafka.admin import AdminClient
@@ -240,11 +245,24 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
         cluster.signal(name, signal.SIGKILL)
         cluster.wait_exit(name, 30)
     for name in [*down, *stale]:
+        # A crashed broker's registration outlives it (ZooKeeper: its session; KRaft: its
+        # heartbeat session), and a broker started meanwhile is refused (0.10: it shuts
+        # down; KRaft: DuplicateBrokerRegistrationException): end it first, as ``detect``.
+        with contextlib.suppress(Exception):
+            cluster.declare_dead(name)
+        _wait(partial(_not_live, cluster, ids[name]), f"{name}'s old registration to go")
         cluster.start_broker(name)
         done.append(f"restarted {name}")
     cluster.expected_down.clear()
+
+    def back() -> bool:
+        gone = [n for n in cluster.brokers if not cluster.is_running(n)]
+        if gone:
+            raise ClusterError(f"reset: {', '.join(gone)} exited after the restart")
+        return set(ids.values()) <= _live(cluster)
+
     if down or stale:
-        _wait(lambda: set(ids.values()) <= _live(cluster), "every broker to be live again")
+        _wait(back, "every broker to be live again")
     _delete_topic(cluster, topic)
 
     def gone() -> bool:
@@ -341,7 +359,7 @@ class WarmClusters:
         try:
             reuse.reset = reset(cluster, cluster.topic)
         except Exception as exc:
-            reuse.reset = [f"reset failed, cluster closed: {exc}"]
+            reuse.reset = [f"reset failed, cluster closed: {type(exc).__name__}: {exc}"]
             self._warm.pop(kept.key, None)
             cluster.close()
 
@@ -350,6 +368,8 @@ class WarmClusters:
         while self._warm:
             _key, warm = self._warm.popitem()
             warm.cluster.close()
+        for n in range(1, self._made + 1):
+            shutil.rmtree(self.root / f"cluster-{os.getpid()}-{n}", ignore_errors=True)
         if self._own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 

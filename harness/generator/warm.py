@@ -40,13 +40,17 @@ from typing import Any
 
 from harness.db import Cluster, ClusterError
 from harness.db.names import CONTROLLER, TOPIC
+from harness.generator.playbook.halts import dying_line
 from harness.generator.realise import needs
 from harness.nemesis.failover import unnoticed_restarts
+from harness.readback.log4j import read_rotated
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
 
 RESET_TIMEOUT = 60.0
 """Bound of each wait of the reset (a broker to register, the old topic to go)."""
+DELETE_STALL = 15.0
+"""After this long without the topic deleted, the brokers still holding it are restarted."""
 
 
 @dataclass
@@ -131,6 +135,9 @@ def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
         pid = cluster.host_pid(name)
         if pid is not None and _proc_state(pid) in ("T", "t"):
             return f"{name} (pid {pid}) is stopped (SIGSTOP)"
+    for name in cluster.brokers:
+        if _halted(cluster, name):
+            return f"{name} logged its halt"
     rules = _observed_rules(cluster)
     if rules:
         return f"{len(rules)} DROP rule(s) left in the run network: {rules[0]}"
@@ -172,6 +179,38 @@ def _live(cluster: Cluster) -> set[int]:
         return set(view.live_brokers())
     finally:
         view.close()
+
+
+def _restart(cluster: Cluster, names: list[str], done: list[str], why: str = "") -> None:
+    """Start ``names`` again (SIGKILL first if running) and wait until all are live."""
+    ids = {n: s.broker_id for n, s in cluster.brokers.items()}
+    for name in names:
+        if cluster.is_running(name):
+            cluster.signal(name, signal.SIGKILL)
+            cluster.wait_exit(name, 30)
+        # A crashed broker's registration outlives it (ZooKeeper: its session; KRaft: its
+        # heartbeat session), and a broker started meanwhile is refused (0.10: it shuts
+        # down; KRaft: DuplicateBrokerRegistrationException): end it first, as ``detect``.
+        with contextlib.suppress(Exception):
+            cluster.declare_dead(name)
+        _wait(partial(_not_live, cluster, ids[name]), f"{name}'s old registration to go")
+        cluster.start_broker(name)
+        done.append(f"restarted {name}" + (f" {why}" if why else ""))
+    cluster.expected_down.clear()
+
+    def back() -> bool:
+        gone = [n for n in cluster.brokers if not cluster.is_running(n)]
+        if gone:
+            raise ClusterError(f"reset: {', '.join(gone)} exited after the restart")
+        return set(ids.values()) <= _live(cluster)
+
+    if names:
+        _wait(back, "every broker to be live again")
+
+
+def _halted(cluster: Cluster, name: str) -> bool:
+    """Broker ``name`` logged that it exits (a halt), whether or not its JVM is gone."""
+    return dying_line(read_rotated(cluster.broker_log(name))) is not None
 
 
 def _not_live(cluster: Cluster, broker_id: int) -> bool:
@@ -241,28 +280,11 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
             _wait(lambda: set(ids.values()) <= _live(cluster), "every broker live", 5.0)
     live = _live(cluster)
     stale = [n for n in cluster.brokers if n not in down and ids[n] not in live]
-    for name in stale:
-        cluster.signal(name, signal.SIGKILL)
-        cluster.wait_exit(name, 30)
-    for name in [*down, *stale]:
-        # A crashed broker's registration outlives it (ZooKeeper: its session; KRaft: its
-        # heartbeat session), and a broker started meanwhile is refused (0.10: it shuts
-        # down; KRaft: DuplicateBrokerRegistrationException): end it first, as ``detect``.
-        with contextlib.suppress(Exception):
-            cluster.declare_dead(name)
-        _wait(partial(_not_live, cluster, ids[name]), f"{name}'s old registration to go")
-        cluster.start_broker(name)
-        done.append(f"restarted {name}")
-    cluster.expected_down.clear()
-
-    def back() -> bool:
-        gone = [n for n in cluster.brokers if not cluster.is_running(n)]
-        if gone:
-            raise ClusterError(f"reset: {', '.join(gone)} exited after the restart")
-        return set(ids.values()) <= _live(cluster)
-
-    if down or stale:
-        _wait(back, "every broker to be live again")
+    # a broker that logged its halt and hangs in its shutdown hook (KAFKA-4039, before 0.11)
+    hung = [n for n in cluster.brokers if n not in down + stale and _halted(cluster, n)]
+    _restart(cluster, down, done)
+    _restart(cluster, stale, done, "(running, but not live for the controller)")
+    _restart(cluster, hung, done, "(it halted)")
     _delete_topic(cluster, topic)
 
     def gone() -> bool:
@@ -274,7 +296,28 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
             view.close()
         return not any(cluster.partition_dir(n, topic).exists() for n in cluster.brokers)
 
-    _wait(gone, f"topic {topic} to be deleted")
+    try:
+        _wait(gone, f"topic {topic} to be deleted", DELETE_STALL)
+    except ClusterError:
+        # A ZooKeeper-mode controller can hold replicas of live brokers as offline after
+        # the run's restarts (seen on 0.10.2.1 after kip966-last-replica-standing: "Dead
+        # Replicas ... found", "Halted deletion"); a broker's startup resumes the deletion.
+        # Restart the brokers that still have the partition (observed on disk), once.
+        stuck = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
+        _restart(cluster, stuck, done, f"(the controller had not deleted {topic} there)")
+    try:
+        _wait(gone, f"topic {topic} to be deleted")
+    except ClusterError:
+        view = cluster.metadata()
+        try:
+            state = view.partition(topic)
+        finally:
+            view.close()
+        dirs = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
+        raise ClusterError(
+            f"reset: topic {topic} not deleted within {RESET_TIMEOUT:.0f}s "
+            f"(controller: {state.describe() if state else 'gone'}; dirs on {dirs or 'none'})"
+        ) from None
     done.append(f"deleted topic {topic}")
     _empty_logs(cluster)
     return done

@@ -21,7 +21,7 @@ the parts of the state each reads and writes are disjoint:
   ``checkpoint i`` whenever i is neither f nor f's leader (the leader's HW moves).
 
 Everything else (produce, crashes, restarts, detection, elections, ISR changes, held-back
-LeaderAndIsr) is treated as dependent on everything.
+LeaderAndIsr: ``por="never"``) is treated as dependent on everything.
 """
 
 from __future__ import annotations
@@ -29,11 +29,14 @@ from __future__ import annotations
 from typing import Final
 
 from reference_model.events import Event
+from reference_model.kinds import kinds_where
 from reference_model.state import PartitionState
 
-LOCAL: Final = frozenset({"checkpoint", "flush"})
-FETCHES: Final = frozenset({"fetch", "fetch_request"})
-FOLLOWER_ONLY: Final = frozenset({"fetch_response", "leader_epoch_request"})
+# Each kind's class is declared once, as ``StepKind.por`` (``reference_model.kinds``); the sets
+# are resolved here once, so ``independent`` tests membership in plain frozensets.
+LOCAL: Final = kinds_where(por="local")  # checkpoint, flush
+FETCHES: Final = kinds_where(por="fetch")  # fetch, fetch_request
+FOLLOWER_ONLY: Final = kinds_where(por="follower_only")  # fetch_response, leader_epoch_request
 COMMUTING: Final = LOCAL | FETCHES | FOLLOWER_ONLY  # kinds independent of something; others never
 
 

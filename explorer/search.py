@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from explorer.canonical import Canonicaliser
+from explorer.fast_builders import fast_builders
 from explorer.fast_replace import fast_replace
 from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
@@ -231,7 +232,7 @@ def explore(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with fast_replace(reductions.fast_replace):
+        with fast_builders(), fast_replace(reductions.fast_replace):
             return _explore(
                 gen,
                 bounds,

@@ -20,6 +20,7 @@ from harness.checker.judge import judge
 from harness.checker.results import RunInfo
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.db.mode import check_controllers
+from harness.generator.playbook.dispatch import check_played
 from harness.generator.record import RunRecord
 from harness.generator.runner import play
 from harness.generator.warm import WarmClusters
@@ -52,6 +53,7 @@ def trial(
     """Predict, play on a ``backend`` cluster (fresh, or a clean one of ``warm``), judge,
     and write the run folder."""
     check_controllers(version, controllers)  # bad input: one line, and no folder left behind
+    check_played(scenario.steps)  # a model-only step kind: the same
     prediction = run_scenario(scenario, version.generation)
     store.write_inputs(folder, scenario, prediction)
     record = play(

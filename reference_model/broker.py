@@ -23,6 +23,7 @@ from typing import Final
 from reference_model import epochs as ec
 from reference_model.cuts import client_cut, severed
 from reference_model.events import Event
+from reference_model.kinds import handles
 from reference_model.state import (
     ACKED,
     FAILED,
@@ -232,6 +233,7 @@ def become_leader_or_follower(cfg: Config, st: PartitionState, i: int) -> Partit
 # -------------------------------------------------------------------------- producer
 
 
+@handles("produce")
 def produce(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """``ReplicaManager.appendRecords`` on the broker the client sends to (the leader as the
     controller knows it, unless the step names a broker)."""
@@ -415,6 +417,7 @@ def fetch_request(cfg: Config, st: PartitionState, ev: Event, isr_expanded: IsrE
     return complete_writes(cfg, st), note
 
 
+@handles("fetch_response")
 def fetch_response(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """The follower processes its in-flight Fetch response (``AbstractFetcherThread.
     processFetchRequest`` -> ``ReplicaFetcherThread.processPartitionData``)."""
@@ -473,6 +476,7 @@ def leader_epoch_request(
 # ------------------------------------------------------------------- disk and process
 
 
+@handles("checkpoint")
 def checkpoint(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """``ReplicaManager.checkpointHighWatermarks``: the HW reaches
     replication-offset-checkpoint."""
@@ -482,18 +486,13 @@ def checkpoint(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return with_replica(st, ev.replica, rep._replace(checkpoint_hw=rep.hw)), OK
 
 
+@handles("flush")
 def flush(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """``Log.flush``: the recovery point moves to the LEO (what survives a power loss)."""
     rep = st.replicas[ev.replica]
     if not rep.alive:
         return st, f"{cfg.brokers[ev.replica]} is down"
     return with_replica(st, ev.replica, rep._replace(flushed=len(rep.log))), OK
-
-
-def stale_checkpoint(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
-    """A named fault: the replication-offset-checkpoint file holds ``ev.value``."""
-    rep = st.replicas[ev.replica]
-    return with_replica(st, ev.replica, rep._replace(checkpoint_hw=ev.value)), OK
 
 
 def kill(
@@ -511,6 +510,7 @@ def kill(
     return fail_pending(with_inflight(st, i, rep, i, None), i)
 
 
+@handles("crash")
 def crash(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """SIGKILL: the process dies; the page cache (and so the unflushed tail) survives."""
     rep = st.replicas[ev.replica]
@@ -520,6 +520,7 @@ def crash(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return st._replace(crashes=st.crashes + 1), OK
 
 
+@handles("power_loss")
 def power_loss(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """The machine loses power: the log keeps only what was flushed (the recovery point)."""
     rep = st.replicas[ev.replica]
@@ -563,6 +564,7 @@ def start(cfg: Config, st: PartitionState, i: int) -> PartitionState:
     return with_replica(st, i, rep)
 
 
+@handles("pause")
 def pause(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """SIGSTOP: the process is alive but answers nothing."""
     rep = st.replicas[ev.replica]

@@ -75,6 +75,8 @@ def drain(cfg: Config, st: PartitionState, j: int, process: Process) -> Partitio
     ``becomeLeaderOrFollower`` does ("leader epoch ... is not higher than the current").
     """
     ctrl = st.controller
+    if not ctrl.queued:  # KRaft, ZooKeeper before the rule, or nothing queued
+        return process(cfg, st, j)
     mine = queued_for(ctrl, j)
     if not mine:
         return process(cfg, st, j)

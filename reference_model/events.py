@@ -9,40 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-# kind -> (takes a replica, takes a record, takes a value, one-line meaning)
-KINDS: dict[str, tuple[bool, bool, bool, str]] = {
-    "produce": (False, True, False, "producer sends a record to the leader it knows"),
-    "fetch": (True, False, False, "follower fetch: request and response in one step"),
-    "fetch_request": (True, False, False, "follower sends Fetch; the leader processes it"),
-    "fetch_response": (True, False, False, "the follower processes its outstanding response"),
-    "leader_epoch_request": (
-        True,
-        False,
-        False,
-        "follower runs OffsetsForLeaderEpoch and truncates (0.11 on)",
-    ),
-    "checkpoint": (True, False, False, "broker writes replication-offset-checkpoint"),
-    "flush": (True, False, False, "broker fsyncs the log (recovery point = LEO)"),
-    "crash": (True, False, False, "SIGKILL: the process dies, the page cache survives"),
-    "power_loss": (True, False, False, "machine loses power: unflushed tail is lost"),
-    "clean_shutdown": (True, False, False, "controlled shutdown, flush, checkpoint, stop"),
-    "restart": (True, False, False, "broker starts, reads its checkpoints, registers"),
-    "pause": (True, False, False, "SIGSTOP: alive but silent"),
-    "resume": (True, False, False, "SIGCONT"),
-    "detect": (True, False, False, "controller notices the broker is gone (session expiry)"),
-    "elect": (True, False, False, "controller elects this broker (preferred/forced election)"),
-    "isr_shrink": (True, False, False, "leader drops a lagging follower from the ISR"),
-    "leader_and_isr": (True, False, False, "a held-back LeaderAndIsr reaches the broker"),
-    "controller_failover": (
-        True,
-        False,
-        False,
-        "the controller fails over: this broker misses what was queued for it",
-    ),
-    "stale_checkpoint": (True, False, True, "overwrite replication-offset-checkpoint with HW"),
-    "partition": (True, False, False, "cut network links from one node to others (iptables)"),
-    "heal": (True, False, False, "restore the cut links of a node (or every link: all)"),
-}
+# The step kinds (name, arguments, meaning, how each part treats them): ``reference_model.kinds``.
 
 # Network nodes besides the brokers (``Event.links`` and ``PartitionState.cuts`` use broker
 # indices for brokers). In ZooKeeper mode the controller is a broker (the harness keeps a

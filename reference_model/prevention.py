@@ -19,10 +19,27 @@ from typing import Final
 
 from reference_model.cuts import session_cut, session_node
 from reference_model.events import NODE_NAMES, Event
+from reference_model.kinds import KINDS
 from reference_model.profiles import RULES
 from reference_model.state import NO_LEADER, Config, PartitionState
 
 Check = Callable[[Config, PartitionState, Event], str | None]
+
+
+# event kind -> its checks, in the order they are asked; filled by ``@check_of(kind)``.
+CHECKS: dict[str, tuple[Check, ...]] = {}
+
+
+def check_of(kind: str) -> Callable[[Check], Check]:
+    """Register the decorated check for step kind ``kind`` (a kind of ``reference_model.kinds``)."""
+    if kind not in KINDS:
+        raise ValueError(f"@check_of({kind!r}): no such step kind in reference_model.kinds")
+
+    def register(check: Check) -> Check:
+        CHECKS[kind] = (*CHECKS.get(kind, ()), check)
+        return check
+
+    return register
 
 
 def _why(rule: str, text: str) -> str:
@@ -31,6 +48,7 @@ def _why(rule: str, text: str) -> str:
     return f"{text} [{rule}: {r.change}, since {', '.join(r.since)}; {method}]"
 
 
+@check_of("detect")
 def session_expiry_needs_cut(cfg: Config, st: PartitionState, ev: Event) -> str | None:
     """``detect X`` of a running, unpaused broker that still reaches its session node.
 
@@ -59,6 +77,7 @@ def session_expiry_needs_cut(cfg: Config, st: PartitionState, ev: Event) -> str 
     )
 
 
+@check_of("restart")
 def registration_needs_expired_session(cfg: Config, st: PartitionState, ev: Event) -> str | None:
     """``restart F`` (KRaft) while the quorum controller still counts F registered and unfenced.
 
@@ -99,6 +118,7 @@ def registration_needs_expired_session(cfg: Config, st: PartitionState, ev: Even
     )
 
 
+@check_of("isr_shrink")
 def caught_up_stays_in_isr(cfg: Config, st: PartitionState, ev: Event) -> str | None:
     """``isr_shrink F`` while the leader knows F's LEO to equal its own (KAFKA-7152, 2.1.0).
 
@@ -131,6 +151,7 @@ def caught_up_stays_in_isr(cfg: Config, st: PartitionState, ev: Event) -> str | 
     )
 
 
+@check_of("elect")
 def unclean_election(cfg: Config, st: PartitionState, ev: Event) -> str | None:
     """``elect X unclean`` of a replica outside the ISR.
 
@@ -171,14 +192,8 @@ def unclean_election(cfg: Config, st: PartitionState, ev: Event) -> str | None:
     return None
 
 
-# event kind -> its checks, in the order they are asked
-CHECKS: dict[str, tuple[Check, ...]] = {
-    "detect": (session_expiry_needs_cut,),
-    "restart": (registration_needs_expired_session,),
-    "isr_shrink": (caught_up_stays_in_isr,),
-    "elect": (unclean_election,),
-}
 PREVENTABLE: Final = frozenset(CHECKS)
+"""The kinds some release can make impossible: the explorer asks :func:`prevented` of these only."""
 
 
 def prevented(cfg: Config, st: PartitionState, ev: Event) -> str | None:

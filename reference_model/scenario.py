@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from reference_model.events import ALIAS_NAMES, KINDS, NODE_NAMES, Event, node_name
+from reference_model.events import ALIAS_NAMES, NODE_NAMES, Event, node_name
+from reference_model.kinds import KINDS
 from reference_model.profiles import Generation, generation
 from reference_model.state import Config
 
@@ -343,7 +344,12 @@ def _parse_step(raw: Any, brokers: tuple[str, ...], where: str) -> Event:
         raise ScenarioError(f"{where}: unknown event {_show(kind)}{_closest(kind, sorted(KINDS))}")
     if kind in ("partition", "heal"):
         return _parse_links(kind, arg, brokers, where)
-    takes_replica, takes_record, takes_value, _ = KINDS[kind]
+    declared = KINDS[kind]
+    takes_replica, takes_record, takes_value = (
+        declared.takes_replica,
+        declared.takes_record,
+        declared.takes_value,
+    )
     if kind == "produce":
         if isinstance(arg, Mapping):
             arg = check_keys(arg, PRODUCE_KEYS, f"{where}: produce")

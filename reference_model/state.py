@@ -172,7 +172,9 @@ def initial_state(config: Config, leader: int = 0) -> PartitionState:
 
 
 def with_replica(st: PartitionState, i: int, rep: Replica) -> PartitionState:
-    """``st`` with replica ``i`` replaced by ``rep``."""
+    """``st`` with replica ``i`` replaced by ``rep``; ``st`` itself when it is the same."""
+    if st.replicas[i] is rep:
+        return st
     reps = list(st.replicas)
     reps[i] = rep
     return st._replace(replicas=tuple(reps))
@@ -196,5 +198,8 @@ def with_inflight(
 
 
 def with_controller(st: PartitionState, ctrl: Controller) -> PartitionState:
-    """``st`` with the controller's view replaced by ``ctrl``."""
+    """``st`` with the controller's view replaced by ``ctrl``; ``st`` itself when it is the
+    same (many steps pass the view on unchanged: no queue to drop, nothing decided)."""
+    if st.controller is ctrl:
+        return st
     return st._replace(controller=ctrl)

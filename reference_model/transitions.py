@@ -12,7 +12,9 @@ Where the rules are (each docstring names the Kafka method, KIP or JIRA it mirro
 - ``reference_model.controller.zk`` / ``.kraft``: what the controller decides, as
   :class:`~reference_model.controller.Decision` values, the way ``PartitionChangeBuilder.build``
   returns a record;
-- here: the table of step kinds (``HANDLERS``), the controller chosen once per config
+- ``reference_model.disk``: named faults on a stopped broker's files;
+- here: the handlers that ask the controller, the resolved table of step kinds (``HANDLERS``,
+  from each rule's ``@handles`` registration), the controller chosen once per config
   (:func:`controller_of`), and the delivery of decisions to the brokers (the
   ``ControllerChannelManager`` in ZooKeeper mode, replay of the metadata log in KRaft), which
   network cuts and held-back requests can delay.
@@ -27,12 +29,14 @@ from typing import Final
 
 from reference_model import broker
 from reference_model import controller_queue as cq
+from reference_model import disk as _disk  # noqa: F401 (imported for its @handles rules)
 from reference_model.broker import OK, Outcome, complete_writes, reachable
 from reference_model.controller import EVERY_LIVE, JOINED, NOBODY, ControllerRules, Decisions
 from reference_model.controller import kraft as kraft_controller
 from reference_model.controller import zk as zk_controller
 from reference_model.cuts import controller_cut, session_cut, session_node
 from reference_model.events import CONTROLLER_NODE, NODE_NAMES, Event
+from reference_model.kinds import handles, model_rules
 from reference_model.state import NO_LEADER, Config, PartitionState, with_controller, with_replica
 
 
@@ -80,7 +84,7 @@ def record(cfg: Config, st: PartitionState, decisions: Decisions, hold: frozense
     The decision's view replaces the controller's; the channel (``pending``, ``held``) is kept
     here: a broadcast goes to every live broker, a join to that broker alone.
     """
-    notes = []
+    note = ""
     for d in decisions:
         cur = st.controller
         if d.send == EVERY_LIVE:
@@ -91,6 +95,8 @@ def record(cfg: Config, st: PartitionState, decisions: Decisions, hold: frozense
             ctrl = d.controller._replace(
                 pending=cur.pending | joined, held=cur.held | (hold & joined)
             )
+        elif d.controller is cur:
+            ctrl = cur  # a refusal: nothing decided, nothing sent
         else:
             ctrl = d.controller._replace(pending=cur.pending, held=cur.held)
         if ctrl != cur:
@@ -98,21 +104,24 @@ def record(cfg: Config, st: PartitionState, decisions: Decisions, hold: frozense
         if d.send != NOBODY:
             st = complete_writes(cfg, deliver(cfg, st))
         if d.note:
-            notes.append(d.note)
-    return st, "; ".join(notes)
+            note = f"{note}; {d.note}" if note else d.note
+    return st, note
 
 
 # ------------------------------------------------------------------ the fetch family
 
 
+@handles("fetch")
 def _fetch(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return broker.fetch(cfg, st, ev, controller_of(cfg).isr_expanded)
 
 
+@handles("fetch_request")
 def _fetch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return broker.fetch_request(cfg, st, ev, controller_of(cfg).isr_expanded)
 
 
+@handles("leader_epoch_request")
 def _leader_epoch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return broker.leader_epoch_request(cfg, st, ev, controller_of(cfg).isr_expanded)
 
@@ -120,6 +129,7 @@ def _leader_epoch_request(cfg: Config, st: PartitionState, ev: Event) -> Outcome
 # ------------------------------------------------- the process, as the controller sees it
 
 
+@handles("restart")
 def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """The process starts (``broker.start``), then registers with the controller."""
     i = ev.replica
@@ -148,6 +158,7 @@ def _register(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> 
     return st, note
 
 
+@handles("resume")
 def _resume(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """SIGCONT: the broker answers again; if its session expired meanwhile it registers again
     (ZooKeeper: a new session; KRaft: it heartbeats and is unfenced)."""
@@ -164,6 +175,7 @@ def _resume(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return deliver(cfg, st), OK
 
 
+@handles("clean_shutdown")
 def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """Controlled shutdown: leadership moves, the broker flushes and checkpoints, then stops."""
     i = ev.replica
@@ -180,6 +192,7 @@ def _broker_failed(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]
     return record(cfg, st, controller_of(cfg).broker_failed(cfg, st.controller, i), hold)
 
 
+@handles("detect")
 def _detect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """The controller's failure handling of broker ``i`` (its session expired).
 
@@ -204,12 +217,14 @@ def _detect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 # ------------------------------------------------------------ leadership and the ISR
 
 
+@handles("elect")
 def _elect(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """An operator's election (``elect``): the controller decides."""
     decisions = controller_of(cfg).elect(cfg, st.controller, ev.replica, ev.unclean)
     return record(cfg, st, decisions, ev.hold)
 
 
+@handles("isr_shrink")
 def _isr_shrink(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """The leader drops follower ``ev.replica`` from the ISR (``Partition.maybeShrinkIsr``
     after replica.lag.time.max.ms): it writes the ISR itself in ZooKeeper mode, asks the
@@ -235,6 +250,7 @@ def _isr_shrink(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return complete_writes(cfg, st), note
 
 
+@handles("leader_and_isr")
 def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """A LeaderAndIsr held back from broker ``ev.replica`` reaches it now."""
     i = ev.replica
@@ -247,6 +263,7 @@ def _leader_and_isr(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return deliver(cfg, st), OK
 
 
+@handles("controller_failover")
 def _controller_failover(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """Controllership moves (ZooKeeper mode): what the old controller queued is lost.
 
@@ -274,11 +291,13 @@ def _controller_failover(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 # ---------------------------------------------------------------------- the network
 
 
+@handles("partition")
 def _partition(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """iptables DROP on the given directed links (what each cut means: see the rules)."""
     return st._replace(cuts=st.cuts | ev.links), OK
 
 
+@handles("heal")
 def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     """Restore links, then what they held back happens (see :mod:`reference_model.cuts`).
 
@@ -327,29 +346,9 @@ def _heal(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     return complete_writes(cfg, st), "; ".join(notes)
 
 
-HANDLERS: Final[dict[str, Callable[[Config, PartitionState, Event], Outcome]]] = {
-    "produce": broker.produce,
-    "fetch": _fetch,
-    "fetch_request": _fetch_request,
-    "fetch_response": broker.fetch_response,
-    "leader_epoch_request": _leader_epoch_request,
-    "checkpoint": broker.checkpoint,
-    "flush": broker.flush,
-    "crash": broker.crash,
-    "power_loss": broker.power_loss,
-    "clean_shutdown": _clean_shutdown,
-    "restart": _restart,
-    "pause": broker.pause,
-    "resume": _resume,
-    "detect": _detect,
-    "elect": _elect,
-    "isr_shrink": _isr_shrink,
-    "leader_and_isr": _leader_and_isr,
-    "controller_failover": _controller_failover,
-    "stale_checkpoint": broker.stale_checkpoint,
-    "partition": _partition,
-    "heal": _heal,
-}
+HANDLERS: Final[dict[str, Callable[[Config, PartitionState, Event], Outcome]]] = model_rules()
+"""Step kind -> its rule, resolved once from the ``@handles`` registrations (``reference_model.
+kinds``): here, in ``broker`` and in ``disk``. A plain dict, so ``apply`` costs one lookup."""
 
 
 def apply(cfg: Config, st: PartitionState, ev: Event) -> Outcome:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from harness.db.catalogue.versions import CATALOGUE  # noqa: E402
-from reference_model.events import KINDS  # noqa: E402
+from reference_model.kinds import KINDS  # noqa: E402
 from reference_model.profiles import RULES, Rule, resolve  # noqa: E402
 
 DOCS = (ROOT / "docs" / "model.md", ROOT / "docs" / "scenarios.md")
@@ -112,12 +112,22 @@ def profiles_markdown(names: Iterable[str]) -> str:
 
 
 def steps_markdown() -> str:
-    """Every step kind a scenario may use, with its one-line meaning (``events.KINDS``)."""
-    head = "| step | takes | what happens |\n|---|---|---|\n"
+    """Every step kind a scenario may use, with its one-line meaning and how the harness and
+    the explorer treat it (``reference_model.kinds.KINDS``)."""
+    head = (
+        "| step | takes | what happens | on brokers | explored |\n|---|---|---|---|---|\n"
+    )
     rows = []
-    for kind, (replica, record, value, meaning) in KINDS.items():
-        takes = [w for w, on in (("broker", replica), ("record", record), ("value", value)) if on]
-        rows.append(f"| `{kind}` | {', '.join(takes)} | {_cell(meaning)} |")
+    for k in KINDS.values():
+        args = (("broker", k.takes_replica), ("record", k.takes_record), ("value", k.takes_value))
+        takes = [w for w, on in args if on]
+        played = ("played" + " (network)" * k.needs_network) if k.played else "model-only"
+        explored = {None: "no", "": "yes"}.get(k.explore, f"`{k.explore}`")
+        if k.explore and k.explore.startswith("!"):
+            explored = f"unless `{k.explore[1:]}`"
+        rows.append(
+            f"| `{k.name}` | {', '.join(takes)} | {_cell(k.meaning)} | {played} | {explored} |"
+        )
     return head + "\n".join(rows) + "\n"
 
 

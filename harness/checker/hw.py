@@ -130,17 +130,23 @@ def hw_check(
 
 
 def _hint(obs: Any, want: tuple[str, list[str]] | None) -> str:
-    """Why, where the step's observation says it: leader or ISR other than the model's."""
-    if want is None:
-        return ""
-    leader, isr = want
-    seen_leader = str(getattr(obs, "leader", ""))
-    seen_isr = sorted(getattr(obs, "isr", []) or [])
+    """Why, where the step's observation says it: leader or ISR other than the model's, and
+    what the harness itself said of the step (a pause it could not make in time)."""
     out = []
-    if seen_leader != leader:
-        out.append(f"leader is {seen_leader or 'none'}, the model's {leader or 'none'}")
-    if seen_isr != sorted(isr):
-        out.append(f"ISR is {seen_isr}, the model's {sorted(isr)}")
+    if want is not None:
+        leader, isr = want
+        seen_leader = str(getattr(obs, "leader", ""))
+        seen_isr = sorted(getattr(obs, "isr", []) or [])
+        if seen_leader != leader:
+            out.append(f"leader is {seen_leader or 'none'}, the model's {leader or 'none'}")
+        if seen_isr != sorted(isr):
+            out.append(f"ISR is {seen_isr}, the model's {sorted(isr)}")
+    out += [
+        part.strip()
+        for n in getattr(obs, "notes", []) or []
+        for part in n.split("; ")
+        if part.startswith("harness: ")
+    ]
     return "; ".join(out)
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from harness.db import Cluster
 from harness.db.runtime.linkcuts import network_available
 from reference_model.events import ZOOKEEPER_NODE
+from reference_model.kinds import kinds_where
 from reference_model.scenario import Scenario
 
 if TYPE_CHECKING:
@@ -65,7 +66,9 @@ PRODUCE_TIMEOUT_MS = 60_000
 an ISR shrink completes must outlive the lag (up to 1.5x :data:`ELECTED_LAG_MS` after the
 election, plus the steps between)."""
 
-NETWORK_KINDS = ("partition", "heal", "isr_shrink", "leader_and_isr")
+NETWORK_KINDS = kinds_where(needs_network=True)
+"""Step kinds played with iptables cuts (``StepKind.needs_network``): partition, heal,
+isr_shrink (the follower is cut from its leader), leader_and_isr (held back by a cut)."""
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@
 - power loss: a crash, then each log is cut back to what the scenario flushed (the bytes an
   fsync would have made durable), the index files of cut segments are dropped (Kafka
   rebuilds them on recovery) and there is no clean-shutdown marker.
+- torn write (a fault): while the broker is down, its last batch is cut mid-way, as a power
+  cut mid-write leaves it; Kafka's log recovery drops the torn batch at the next start.
 - stale HW checkpoint (a fault, never a model value): ``replication-offset-checkpoint`` is
   rewritten while the broker is down, so the restart reads the HW the scenario's
   ``stale_checkpoint`` step names (otherwise Kafka checkpoints its own HW every 50 ms; see
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import timing
@@ -131,6 +134,50 @@ def power_loss(cluster: Cluster, name: str, flushed_offset: int) -> int:
     (cluster.log_dir(name) / CLEAN_SHUTDOWN_MARKER).unlink(missing_ok=True)
     pdir = cluster.partition_dir(name)
     return cut_log_to(pdir, flushed_offset) if pdir.is_dir() else 0
+
+
+@dataclass(frozen=True)
+class Torn:
+    """What :func:`tear_last_batch` did, read back from the segment file."""
+
+    segment: str  # the segment file's name
+    offset: int  # the torn batch's base offset: the LEO Kafka's recovery will find
+    size: int  # the batch's size in bytes
+    kept: int  # of those, the bytes left on disk
+
+
+def tear_last_batch(partition_dir: Path) -> Torn | None:
+    """Cut the log's last batch mid-way (a torn sector); None when the log has no batch.
+
+    Truncates the last segment holding a batch to half of that batch (the size field and
+    header survive, the records do not), then reads the file back: the batch must now be
+    the torn tail (``read_segment``: one batch fewer, bytes past the valid prefix), which
+    is what Kafka's ``LogSegment.recover`` will cut at the next start. Index files are left
+    alone: recovery rebuilds them (the broker has no clean-shutdown marker).
+    """
+    for seg in sorted(partition_dir.glob("*.log"), reverse=True):
+        res = read_segment(seg, verify=False)
+        if not res.batches:
+            continue
+        last = res.batches[-1]
+        kept = max(1, last.size // 2)
+        with seg.open("r+b") as fh:
+            fh.truncate(last.position + kept)
+        after = read_segment(seg, verify=False)
+        if len(after.batches) != len(res.batches) - 1 or not after.torn_tail:
+            raise ClusterError(f"{seg}: tearing the batch at offset {last.base_offset} failed")
+        return Torn(seg.name, last.base_offset, last.size, kept)
+    return None
+
+
+def torn_write(cluster: Cluster, name: str) -> Torn | None:
+    """The fault ``torn_write``: broker ``name`` (down) loses the end of its last batch and
+    its clean-shutdown marker (a power cut mid-write), so its next start runs log recovery."""
+    if cluster.is_running(name):
+        raise ClusterError(f"torn_write {name}: the broker is running")
+    (cluster.log_dir(name) / CLEAN_SHUTDOWN_MARKER).unlink(missing_ok=True)
+    pdir = cluster.partition_dir(name)
+    return tear_last_batch(pdir) if pdir.is_dir() else None
 
 
 def _network(cluster: Cluster) -> Partitions:

@@ -228,3 +228,14 @@ def test_fetch_request_answer_hw_before_with_records_after_without() -> None:
         st, _ = fetch_request(cfg, st, Event("fetch_request", 2), keep)  # type: ignore[arg-type]
         empty = st.inflight[2]
         assert empty is not None and empty.entries == () and empty.hw == 3, gen
+
+
+def test_a_late_pause_the_harness_noted_is_named_in_the_mismatch() -> None:
+    """A follower paused past its parked Fetch (a loaded machine) may apply a second round:
+    the playbook notes it, and the HW difference at that step carries the note."""
+    late = "harness: B paused 1.30s after its fetch round, past replica.fetch.wait.max.ms=1000"
+    obs = Obs(2, "fetch B", {"A": 1, "B": 1})
+    obs.notes = [f"B joined the ISR; {late}"]  # type: ignore[attr-defined]
+    res = hw_check(["A", "B"], [[0, 0], [1, 0]], [obs])
+    assert res.first is not None and res.first.hint == late
+    assert late in res.first.describe()

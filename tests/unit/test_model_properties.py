@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference_model.events import KINDS, Event
+from reference_model.events import Event
+from reference_model.kinds import KINDS
 from reference_model.profiles import GENERATIONS, generation
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
 from reference_model.transitions import apply

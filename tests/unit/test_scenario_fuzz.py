@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.generator.scenarios import parse_text
-from reference_model.events import KINDS
+from reference_model.kinds import KINDS
 from reference_model.scenario import (
     BROKER_STEP_KEYS,
     EXPECT_KEYS,

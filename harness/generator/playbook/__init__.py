@@ -35,24 +35,23 @@ One module per step family, each a mixin over the shared state and fences:
   ``held`` (held-back LeaderAndIsr), ``partition`` (partition/heal), ``detect``, ``elect``,
   ``isr`` (isr_shrink), and ``prevented`` (the broker's side of a prevented step).
 
-:class:`Playbook` below composes them; :attr:`Playbook.STEPS` says which family plays
-which step kind.
+:class:`Playbook` below composes them; each family marks the methods that play a step kind
+with ``@plays(kind)`` (``dispatch``), collected into :attr:`Playbook.STEPS`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from harness import timing
 from harness.db import TopicSpec
 from harness.generator.playbook.crash import CrashSteps
 from harness.generator.playbook.detect import DetectSteps
+from harness.generator.playbook.dispatch import StepMethod, model_only, steps_of
 from harness.generator.playbook.elect import ElectSteps
 from harness.generator.playbook.fences import Observation, StepPrevented, wait_until
 from harness.generator.playbook.fetch import FetchSteps
-from harness.generator.playbook.held import HeldSteps
 from harness.generator.playbook.isr import IsrSteps
 from harness.generator.playbook.partition import PartitionSteps
 from harness.generator.playbook.prevented import PreventionChecks
@@ -73,30 +72,10 @@ class Playbook(
 ):
     """Drives one scenario on one cluster. Use :meth:`setup`, then :meth:`step` per step."""
 
-    STEPS: ClassVar[dict[str, Callable[[Any, int, Event, str], str]]] = {
-        "produce": ProduceSteps.do_produce,
-        "fetch": FetchSteps.do_fetch,
-        "fetch_request": FetchSteps.do_fetch_request,
-        "leader_epoch_request": FetchSteps.do_leader_epoch_request,
-        "checkpoint": CrashSteps.do_checkpoint,
-        "stale_checkpoint": CrashSteps.do_stale_checkpoint,
-        "flush": CrashSteps.do_flush,
-        "crash": CrashSteps.do_crash,
-        "power_loss": CrashSteps.do_power_loss,
-        "clean_shutdown": CrashSteps.do_clean_shutdown,
-        "pause": CrashSteps.do_pause,
-        "resume": CrashSteps.do_resume,
-        "restart": CrashSteps.do_restart,
-        "partition": PartitionSteps.do_partition,
-        "heal": PartitionSteps.do_heal,
-        "leader_and_isr": HeldSteps.do_leader_and_isr,
-        "controller_failover": HeldSteps.do_controller_failover,
-        "detect": DetectSteps.do_detect,
-        "elect": ElectSteps.do_elect,
-        "isr_shrink": IsrSteps.do_isr_shrink,
-    }
-    """The step dispatch: scenario step kind to the step family's method that plays it.
-    A kind not here (``fetch_response``) cannot be scripted on real brokers."""
+    STEPS: ClassVar[dict[str, StepMethod]]
+    """The step dispatch: scenario step kind to the step family's method that plays it,
+    collected once from the ``@plays(kind)`` marks (``playbook.dispatch.steps_of``). A kind
+    declared model-only (``fetch_response``) is not here and is refused by name."""
 
     # ------------------------------------------------------------------ setup
 
@@ -160,7 +139,8 @@ class Playbook(
         name = self.names[ev.replica] if ev.replica >= 0 else ""
         handler = self.STEPS.get(ev.kind)
         if handler is None:
-            raise StepPrevented(
-                f"step {k}: '{ev.kind}' cannot be scripted on real brokers: not implemented"
-            )
+            raise StepPrevented(model_only(k, ev.kind))
         return handler(self, k, ev, name)
+
+
+Playbook.STEPS = steps_of(Playbook)

@@ -1,5 +1,6 @@
 """Process faults and the files they leave: ``crash``, ``power_loss``, ``clean_shutdown``,
-``pause``/``resume``, ``restart``, and ``checkpoint``/``stale_checkpoint``/``flush``.
+``pause``/``resume``, ``restart``, ``checkpoint``/``stale_checkpoint``/``flush`` and
+``torn_write``.
 
 ``checkpoint F`` writes nothing: Kafka checkpoints every replica's HW itself every 50 ms
 (harness.db.catalogue.kafka_config), so the step waits until F's own file is stable and notes the
@@ -7,7 +8,8 @@ value F wrote (a paused F's file is frozen at its HW when it was paused). No mod
 ever written into a broker. ``stale_checkpoint`` is an explicit fault: the scenario's value
 is written into the file while the broker is down, listed in ``writes.json`` as a fault.
 ``flush`` records the LEO observed on disk; a ``power_loss`` cuts the log back to it (also
-listed in ``writes.json``), because Kafka's own flush timer is hourly.
+listed in ``writes.json``), because Kafka's own flush timer is hourly. ``torn_write`` (a
+fault, listed too) cuts a down broker's last batch mid-way; its restart's log recovery drops it.
 
 ``restart F`` holds the leader (pauses it) while F starts, so F processes its
 LeaderAndIsr (truncating to its HW before 0.11) but cannot fetch until a later step; then F
@@ -19,6 +21,7 @@ harness.nemesis.failover); KRaft and clusters without a spare refuse it.
 
 from __future__ import annotations
 
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import StepPrevented, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
@@ -28,6 +31,7 @@ from reference_model.events import Event
 class CrashSteps(Settling):
     """Kill, stop, pause and restart brokers; record what their files will say."""
 
+    @plays("checkpoint")
     def do_checkpoint(self, k: int, ev: Event, name: str) -> str:
         """Kafka's own checkpoint of F's HW: wait until F's file is stable, write nothing."""
         self.checkpoint_hw.pop(name, None)  # a later crash leaves Kafka's own file alone
@@ -38,6 +42,7 @@ class CrashSteps(Settling):
             f"{reading.hw} ({how})"
         )
 
+    @plays("stale_checkpoint")
     def do_stale_checkpoint(self, k: int, ev: Event, name: str) -> str:
         self.checkpoint_hw[name] = ev.value
         if name in self.down:
@@ -55,6 +60,26 @@ class CrashSteps(Settling):
             "stale_checkpoint: the scenario's value, older than the HW",
         )
 
+    @plays("torn_write")
+    def do_torn_write(self, k: int, ev: Event, name: str) -> str:
+        """Tear F's last batch on disk while F is down (``nemesis.torn_write``)."""
+        if name not in self.down:
+            return f"{name} is running: a torn write needs it down (crash or power_loss first)"
+        torn = nemesis.torn_write(self.cluster, name)
+        if torn is None:
+            return f"{name}'s log is empty: nothing to tear"
+        self.flushed[name] = min(self.flushed[name], torn.offset)
+        self.record_write(
+            name,
+            f"{self.cluster.partition_dir(name).name}/{torn.segment} (torn)",
+            torn.offset,
+            "fault",
+            f"torn_write: the batch at offset {torn.offset} cut to {torn.kept} of its "
+            f"{torn.size} bytes (read back: a torn tail); no clean-shutdown marker",
+        )
+        return f"fault: {name}'s batch at offset {torn.offset} torn ({torn.kept}/{torn.size} bytes)"
+
+    @plays("flush")
     def do_flush(self, k: int, ev: Event, name: str) -> str:
         self.flushed[name] = max(self.leo(name), 0)
         return f"observed: {name}'s LEO on disk is {self.flushed[name]} (what a power loss keeps)"
@@ -67,6 +92,7 @@ class CrashSteps(Settling):
         if name in self.checkpoint_hw:
             self._write_stale_checkpoint(name)
 
+    @plays("crash")
     def do_crash(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
             return f"{name} is already down"
@@ -74,6 +100,7 @@ class CrashSteps(Settling):
         self._after_kill(name)
         return ""
 
+    @plays("power_loss")
     def do_power_loss(self, k: int, ev: Event, name: str) -> str:
         lost = nemesis.power_loss(self.cluster, name, self.flushed[name])
         self.record_write(
@@ -87,6 +114,7 @@ class CrashSteps(Settling):
         self._after_kill(name)
         return f"{lost} unflushed bytes lost"
 
+    @plays("clean_shutdown")
     def do_clean_shutdown(self, k: int, ev: Event, name: str) -> str:
         self._wake_leader()
         self._release(name)
@@ -95,12 +123,14 @@ class CrashSteps(Settling):
         self._await_controller(name)
         return ""
 
+    @plays("pause")
     def do_pause(self, k: int, ev: Event, name: str) -> str:
         self._hold(name)
         self.held.discard(name)
         self.user_paused.add(name)
         return ""
 
+    @plays("resume")
     def do_resume(self, k: int, ev: Event, name: str) -> str:
         if name in self.user_paused:
             nemesis.resume(self.cluster, name)
@@ -108,6 +138,7 @@ class CrashSteps(Settling):
             self._sync_sessions()
         return ""
 
+    @plays("restart")
     def do_restart(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         unnoticed = ev.replica in before.controller.live

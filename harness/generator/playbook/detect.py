@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import StepPrevented
 from harness.generator.playbook.held import HeldSteps
 from reference_model.events import Event
@@ -23,6 +24,7 @@ from reference_model.events import Event
 class DetectSteps(HeldSteps):
     """``detect`` of a dead broker, or of a running one cut from its session keeper."""
 
+    @plays("detect")
     def do_detect(self, k: int, ev: Event, name: str) -> str:
         note = self.hold_from_controller(self.names[i] for i in sorted(ev.hold)) if ev.hold else ""
         if name not in self.down:

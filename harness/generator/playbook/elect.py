@@ -10,6 +10,7 @@ broker may be paused). This step holds, releases and fences.
 
 from __future__ import annotations
 
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.held import HeldSteps
 from reference_model.events import Event
@@ -18,6 +19,7 @@ from reference_model.events import Event
 class ElectSteps(HeldSteps):
     """``elect`` and the admin requests it sends."""
 
+    @plays("elect")
     def do_elect(self, k: int, ev: Event, name: str) -> str:
         """``elect: B``: B first in the assignment, then a preferred-replica election.
 

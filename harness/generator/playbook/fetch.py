@@ -23,6 +23,7 @@ from harness import timing
 from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.names import PARTITION, TOPIC
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.readback.hw import checkpointed_hw
@@ -60,6 +61,7 @@ class FetchSteps(Settling):
             self._played_run = realised_run(self.prediction)
         return self._played_run.steps[k].state
 
+    @plays("fetch")
     def do_fetch(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
             return f"{name} is down"
@@ -74,8 +76,11 @@ class FetchSteps(Settling):
         cuts0 = len(self._truncated_to(name))
         leo0 = self.leo(name)
         self._release(name)
+        round_done: float | None = None
+        note = ""
         try:
             self._caught_up(name, before, k)
+            round_done = time.monotonic()
             note = self._isr_joined(k, name)
             # No records: the LEO is not above where the log stood at its lowest in this
             # step (a truncation logged since the resume can have cut it below ``leo0``).
@@ -86,7 +91,29 @@ class FetchSteps(Settling):
                 note = "; ".join(x for x in (note, self._hw_learned(name)) if x)
         finally:
             self._hold(name)
-        return note
+        return "; ".join(x for x in (note, self._late_pause(name, round_done)) if x)
+
+    def _late_pause(self, name: str, round_done: float | None) -> str:
+        """A note when F was paused later than one parked Fetch after its round completed.
+
+        The model's ``fetch`` is one request/response round; the harness realises it by
+        pausing F while its next Fetch is parked at the leader (``replica.fetch.wait.max.ms``).
+        A loaded machine can delay the pause past that window, and F may then have applied a
+        second answer (a newer HW): the step was not the model's. Said, so that a per-step HW
+        difference at this step reads as what it is.
+        """
+        if round_done is None or name not in self.held:
+            return ""
+        wait_ms = int(
+            self.cluster.brokers[name].props.get("replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS)
+        )
+        late = self._paused_at - round_done
+        if late * 1000 < wait_ms:
+            return ""
+        return (
+            f"harness: {name} paused {late:.2f}s after its fetch round, past "
+            f"replica.fetch.wait.max.ms={wait_ms}: it may have applied a second round"
+        )
 
     def _hw_learned(self, name: str) -> str:
         """A fetch round that brought no records: wait until F applied the leader's HW.
@@ -128,6 +155,7 @@ class FetchSteps(Settling):
             return f"observed: {name}'s HW stayed {got} (leader's HW and {name}'s LEO: {target()})"
         return ""
 
+    @plays("fetch_request")
     def do_fetch_request(self, k: int, ev: Event, name: str) -> str:
         """A Fetch whose answer F never processes (model: ``fetch_request``).
 
@@ -155,6 +183,7 @@ class FetchSteps(Settling):
                 )
         return self.do_fetch(k, ev, name)
 
+    @plays("leader_epoch_request")
     def do_leader_epoch_request(self, k: int, ev: Event, name: str) -> str:
         if not self.version.epoch_on_disk:
             return "no OffsetsForLeaderEpoch before 0.11"

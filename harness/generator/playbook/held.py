@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from harness.db.mode.zookeeper import LeaderAndIsrLog
 from harness.generator.playbook.cuts import both_ways
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import StepPrevented, wait_until
 from harness.generator.playbook.settle import Settling
 from reference_model.events import Event
@@ -41,6 +42,7 @@ class HeldSteps(Settling):
         how = self.cluster.mode.held_session_note
         return f"realised: hold {','.join(names)}: iptables DROP {self._show(new)} ({how})"
 
+    @plays("leader_and_isr")
     def do_leader_and_isr(self, k: int, ev: Event, name: str) -> str:
         if name not in self.cut_from_controller():
             return f"no LeaderAndIsr held back from {name}"
@@ -49,6 +51,7 @@ class HeldSteps(Settling):
         self._sync_sessions()
         return f"realised: heal {self._show(healed)}; {note}"
 
+    @plays("controller_failover")
     def do_controller_failover(self, k: int, ev: Event, name: str) -> str:
         """``controller_failover: C``: C misses what the controller held back from it.
 

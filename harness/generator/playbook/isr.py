@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 
 from harness.generator.playbook.cuts import both_ways
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from reference_model.events import Event
@@ -25,6 +26,7 @@ from reference_model.events import Event
 class IsrSteps(Settling):
     """``isr_shrink``."""
 
+    @plays("isr_shrink")
     def do_isr_shrink(self, k: int, ev: Event, name: str) -> str:
         before = self.prediction.steps[k - 1].state
         after = self.prediction.steps[k].state

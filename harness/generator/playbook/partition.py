@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.held import HeldSteps
 from reference_model.events import Event
@@ -77,6 +78,7 @@ def fetch_first(
 class PartitionSteps(HeldSteps):
     """``partition`` and ``heal``."""
 
+    @plays("partition")
     def do_partition(self, k: int, ev: Event, _name: str) -> str:
         links = self._links(ev.links)
         ctl = set(self._controllers())
@@ -130,6 +132,7 @@ class PartitionSteps(HeldSteps):
             "only that one)"
         )
 
+    @plays("heal")
     def do_heal(self, k: int, ev: Event, name: str) -> str:
         net = self._net()
         before = set(net.cuts())

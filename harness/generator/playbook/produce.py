@@ -19,6 +19,7 @@ from harness.client.producer import Delivery, Producer
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.cuts import both_ways
+from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
@@ -29,6 +30,7 @@ from reference_model.events import Event
 class ProduceSteps(Settling):
     """``produce`` and ``produce: {to: X}``."""
 
+    @plays("produce")
     def do_produce(self, k: int, ev: Event, name: str) -> str:
         if ev.replica >= 0:
             return self.produce_to(k, ev, name)

@@ -135,7 +135,8 @@ def warm_clusters(config: pytest.Config) -> WarmClusters | None:
     if _WARM not in config.stash:
         from harness.generator.warm import WarmClusters
 
-        config.stash[_WARM] = WarmClusters()
+        # beside the run folders (per-process dir names, so xdist workers do not collide)
+        config.stash[_WARM] = WarmClusters(_settings(config).out / "warm-clusters")
     return config.stash[_WARM]
 
 

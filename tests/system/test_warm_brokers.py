@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,13 @@ from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.db.runtime.linkcuts import network_available
 from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.process import jvms_under
-from harness.generator.scenarios import catalogue, load_scenario
+from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
 from harness.generator.warm import WarmClusters, dirty, reset, warm_key
 from harness.nemesis import faults
 from harness.trial import Trial, trial
 from reference_model.run import run_scenario
 
+pytest_plugins = ("pytester",)
 pytestmark = pytest.mark.broker
 
 # Scenarios compared with a fresh run directly on every version, logs and all: a crash and
@@ -203,3 +205,31 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
             )
     assert not differ, "\n".join(differ)
 
+
+
+# ------------------------------------------------------------------ the pytest plugin
+
+
+@pytest.mark.slow
+def test_the_plugin_reuses_one_cluster_in_a_session_and_stops_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two scenario files of one configuration: the second item plays on the first one's
+    cluster (JUnit ``hwchaos_cluster_reused``), and no JVM outlives the session."""
+    require("0.10.2.1")
+    for name in ("kip101-scenario1", "kip101-scenario2"):
+        pytester.makefile(".yaml", **{name: (SCENARIO_DIR / f"{name}.yaml").read_text()})
+    junit = pytester.path / "junit.xml"
+    res = pytester.runpytest_subprocess(
+        "-p", "hwchaos", "--hwchaos-kafka", "0.10.2.1", f"--junitxml={junit}", "-q"
+    )
+    res.assert_outcomes(passed=2)
+    reused = {
+        c.get("name"): [
+            p.get("value") for p in c.iter("property") if p.get("name") == "hwchaos_cluster_reused"
+        ]
+        for c in ET.parse(junit).getroot().iter("testcase")
+    }
+    assert sorted(reused.values()) == [["False"], ["True"]], reused
+    assert jvms_under(pytester.path) == []
+    assert not list((pytester.path / "hwchaos-runs" / "warm-clusters").glob("cluster-*"))

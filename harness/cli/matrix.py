@@ -25,7 +25,7 @@ from harness.cli.matrix_jobs import default_jobs, run_parallel
 from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
-from harness.generator.warm import WarmClusters, warm_key
+from harness.generator.warm import WarmClusters, reap_stale, warm_key
 from reference_model.profiles import FORMS, GENERATIONS, generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, ScenarioError
@@ -321,7 +321,11 @@ def run(args: argparse.Namespace) -> int:
         )
         bar.close()
         pending = [c for c in pending if c.model_only]
-    warm = None if args.fresh else WarmClusters()
+    warm = None
+    if not args.fresh:
+        # beside the cells; what a killed matrix left there goes first
+        reap_stale(out / "warm-clusters")
+        warm = WarmClusters(out / "warm-clusters")
     if warm is not None:
         pending = reuse_order(pending, args.backend)
     try:

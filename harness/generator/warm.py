@@ -323,6 +323,24 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
     return done
 
 
+def reap_stale(root: Path) -> int:
+    """Remove the work dirs a killed harness left under ``root`` (its JVMs first, from
+    their ``pids.json``, should PDEATHSIG not have taken them); returns how many."""
+    from harness.db.runtime.local import kill_leftovers
+
+    if not root.is_dir():
+        return 0
+    mine = f"cluster-{os.getpid()}-"
+    n = 0
+    for d in root.glob("cluster-*"):
+        if d.is_dir() and not d.name.startswith(mine):
+            with contextlib.suppress(Exception):
+                kill_leftovers(d)
+            shutil.rmtree(d, ignore_errors=True)
+            n += 1
+    return n
+
+
 @dataclass
 class _Warm:
     key: str

@@ -50,3 +50,27 @@ def test_a_reused_clusters_fences_read_only_lines_of_the_runs_own_partition() ->
     assert mine.count("Truncating") == 1  # the earlier topics' truncations are not counted
     first = without_other_topics(LOG, "hwchaos", "hwchaos")
     assert first.splitlines() == [LOG.splitlines()[0], LOG.splitlines()[5]]
+
+
+def test_the_matrix_plays_one_configurations_cells_one_after_another() -> None:
+    from harness.cli.matrix import Cell, reuse_order
+
+    def cell(name: str, target: str) -> Cell:
+        return Cell(load_scenario(SCENARIO_DIR / f"{name}.yaml"), target, "1", 1, False, 2, 1)
+
+    given = [
+        cell("kip101-scenario1", "3.3.1"),
+        cell("power-loss-all-replicas", "3.3.1"),
+        cell("kip101-scenario2", "3.3.1"),
+        cell("kip101-scenario1", "model:hw"),
+        cell("kip101-scenario1", "2.1.1"),
+        cell("kip966-last-replica-standing", "3.3.1"),
+    ]
+    got = [(c.scenario.name, c.target) for c in reuse_order(given, "local")]
+    assert got[0] == ("kip101-scenario1", "model:hw")  # model cells first
+    on_331 = [n for n, t in got if t == "3.3.1"]
+    assert got.index(("kip101-scenario1", "2.1.1")) == 5  # versions in the order given
+    # each configuration's cells adjacent
+    two = {"kip101-scenario1", "kip101-scenario2"}
+    three = {"power-loss-all-replicas", "kip966-last-replica-standing"}
+    assert {*on_331[:2]} in (two, three) and {*on_331[2:]} in (two, three)

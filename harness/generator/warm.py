@@ -165,11 +165,21 @@ def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
 
 
 def _wait(check: Callable[[], bool], what: str, timeout: float = RESET_TIMEOUT) -> None:
-    """A bounded wait on observable state (the reset's fences)."""
+    """A bounded wait on observable state (the reset's fences). A read that fails (a
+    znode deleted between two calls, a broker not answering yet) is retried; a
+    ClusterError from ``check`` ends the wait."""
     deadline = time.monotonic() + timeout
-    while not check():
+    last = ""
+    while True:
+        try:
+            if check():
+                return
+        except ClusterError:
+            raise
+        except Exception as exc:
+            last = f" (last read: {type(exc).__name__}: {exc})"
         if time.monotonic() > deadline:
-            raise ClusterError(f"reset: {what} did not happen within {timeout:.0f}s")
+            raise ClusterError(f"reset: {what} did not happen within {timeout:.0f}s{last}")
         time.sleep(0.1)
 
 

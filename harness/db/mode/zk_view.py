@@ -60,9 +60,12 @@ class ZkView:
     ) -> PartitionView | None:
         topic = topic or self.topic
         path = f"/brokers/topics/{topic}/partitions/{partition}/state"
-        if not self._zk.exists(path):
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self._zk.get(path)
+        except NoNodeError:  # not created yet, or deleted (a topic deletion) meanwhile
             return None
-        data, _ = self._zk.get(path)
         state = json.loads(data.decode())
         return PartitionView(
             leader=int(state["leader"]),

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.db import Cluster, ClusterError
-from harness.db.names import CONTROLLER, TOPIC
+from harness.db.names import TOPIC
 from harness.generator.playbook.halts import dying_line
 from harness.generator.realise import needs
 from harness.nemesis.failover import unnoticed_restarts
@@ -112,17 +112,6 @@ def _observed_rules(cluster: Cluster) -> list[str]:
     return list(net.rules_in_place())
 
 
-def _zk_controller(cluster: Cluster) -> int | None:
-    """The ZooKeeper-mode controller's broker id (None: a KRaft cluster)."""
-    from harness.db.mode.zk_view import ZkView
-    from harness.db.mode.zookeeper import ZooKeeperMode
-
-    if not isinstance(cluster.mode, ZooKeeperMode):
-        return None
-    with ZkView(cluster.mode.zk_connect(cluster), timeout=5.0) as zk:
-        return zk.controller()
-
-
 def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
     """Why ``cluster`` cannot take another run (one line), None when it is clean.
 
@@ -152,11 +141,9 @@ def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
                 return f"the controller still has topic {topic} of an earlier run"
     finally:
         view.close()
-    if CONTROLLER in cluster.brokers:
-        want = cluster.brokers[CONTROLLER].broker_id
-        got = _zk_controller(cluster)
-        if got is not None and got != want:
-            return f"the controller is broker {got}, not the controller broker {want}"
+    wrong = cluster.mode.unexpected_controller(cluster)
+    if wrong is not None:
+        return wrong
     for topic in old_topics:
         for name in cluster.brokers:
             if cluster.partition_dir(name, topic).exists():
@@ -267,9 +254,7 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
     logs. Raises ClusterError when the cluster does not come back (the caller closes it).
     """
     done: list[str] = []
-    mode: Any = cluster.mode
-    if hasattr(mode, "keep_alive"):
-        mode.keep_alive(cluster, set())  # KRaft: the session keeper heartbeats for nobody
+    cluster.mode.keep_alive(cluster, set())  # KRaft: the session keeper keeps nobody alive
     if cluster.network is not None:
         healed = cluster.network.heal()
         if healed:

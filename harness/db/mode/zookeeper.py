@@ -187,6 +187,14 @@ class ZooKeeperMode(Mode):
     def liveness_hub(self) -> list[str]:
         return [ZOOKEEPER]
 
+    def unexpected_controller(self, cluster: Runtime) -> str | None:
+        """The controller broker (started first, hosting no replica) must hold
+        ``/controller``: a scenario broker as controller changes what its faults do."""
+        want = cluster.brokers[CONTROLLER].broker_id
+        with ZkView(self.zk_connect(cluster), timeout=5.0) as zk:
+            got = zk.controller()
+        return None if got == want else f"the controller is broker {got}, not {want}"
+
     def restart_before_detect(self, can_fail_over: bool) -> str | None:
         if can_fail_over:
             return None  # the bounce no controller sees: harness.nemesis.failover

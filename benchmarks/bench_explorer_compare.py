@@ -111,6 +111,9 @@ def run_one(tree: Tree, cfg: Config) -> dict[str, object]:
         "settled_only": True,
         "cpu_budget": 0.0,
     }
+    if cfg.compiled and not Path(tree.build).is_dir():
+        # The build cache is shared and keeps a few builds: another user may have pruned it.
+        tree.build = build_of(tree.path)
     build = tree.build if cfg.compiled else ""
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, build],

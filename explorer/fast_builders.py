@@ -15,17 +15,20 @@ The swap replaces the helper in every ``reference_model`` module that holds it (
 import them by name) and puts the readable ones back on any exit, like
 ``explorer.fast_replace``; it is not a reduction (the states are the same objects' values),
 so it is on in every search. The compiled model (mypyc) calls its own compiled helpers
-directly and is unaffected.
+directly, so they cannot be swapped; what they call is ``PartitionState._replace``, so there
+the swap installs the generated ``_replace`` of ``explorer.fast_replace`` on that class
+alone (also under ``--no-fast-replace``, which then still covers every other class).
 """
 
 from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from explorer.fast_replace import fast_replace
 from reference_model import state
 from reference_model.state import PartitionState
 
@@ -86,12 +89,19 @@ def make_builders() -> dict[str, Callable[..., PartitionState]]:
     return out
 
 
+def swappable(functions: Iterable[object]) -> bool:
+    """Whether the helpers are Python functions (the pure model) that a swap reaches."""
+    return all(isinstance(fn, types.FunctionType) for fn in functions)
+
+
 @contextmanager
 def fast_builders() -> Iterator[None]:
     """Swap the generated builders into every model module that holds a readable one."""
     readable = {name: getattr(state, name) for name in NAMES}
-    if not all(isinstance(fn, types.FunctionType) for fn in readable.values()):
-        yield  # the compiled model: its modules call the compiled helpers directly
+    if not swappable(readable.values()):
+        # The compiled model: its modules call the compiled helpers directly.
+        with fast_replace(only=(PartitionState,)):
+            yield
         return
     fast = make_builders()
     swapped: list[tuple[types.ModuleType, str]] = []

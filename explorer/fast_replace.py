@@ -126,12 +126,13 @@ def _replace_for(cls: type) -> Any:
 
 
 @contextmanager
-def fast_replace(enabled: bool = True) -> Iterator[None]:
-    """Install the generated ``_replace`` on every state class (and Event), then restore."""
+def fast_replace(enabled: bool = True, only: tuple[type, ...] = ()) -> Iterator[None]:
+    """Install the generated ``_replace`` on every state class (and Event), or on the classes
+    ``only`` names, then restore."""
     if not enabled:
         yield
         return
-    classes = [*state_classes().values(), Event]
+    classes = list(only) or [*state_classes().values(), Event]
     saved = [(c, c.__dict__.get("_replace")) for c in classes]
     try:
         for c in classes:

@@ -73,26 +73,41 @@ def truncate(rep: Replica, offset: int) -> Replica:
 def follower_truncate(cfg: Config, rep: Replica, offset: int) -> Replica:
     """A follower's ``ReplicaFetcherThread.truncate`` (epoch or out-of-range truncation).
 
+    Rule ``truncate_cleans_epoch_cache`` (KAFKA-10706): a truncation at or past the LEO
+    changes no record but drops cache entries starting at the LEO.
+
     Rule ``hw_in_log`` (2.4): ``Log.truncateTo`` -> ``updateLogEndOffset`` lowers the HW to
     the new LEO. Before, the HW lives in ``Replica.highWatermark``, which the truncation
     leaves alone (2.1.1 ``ReplicaFetcherThread.truncate`` only warns); the broker keeps
     checkpointing it above its LEO until the next Fetch answer sets min(LEO, leader's HW).
     """
+    if offset >= len(rep.log):
+        # KAFKA-10706 (rule truncate_cleans_epoch_cache): "Truncating to N has no effect",
+        # but the cache is still cut at the LEO: an epoch this broker led without appending
+        # (KAFKA-7415 cached it on election) must not outlive the truncation.
+        if cfg.generation.truncate_cleans_epoch_cache:
+            return rep._replace(epochs=ec.truncate_from_end(rep.epochs, len(rep.log)))
+        return rep
     cut = truncate(rep, offset)
     return cut if cfg.generation.hw_in_log else cut._replace(hw=rep.hw)
 
 
 def append(cfg: Config, rep: Replica, entries: tuple[LogEntry, ...], hw: int = -1) -> Replica:
     """``Log.appendAsLeader``/``appendAsFollower``; v2 batches (rule ``epoch_in_log``, KIP-101)
-    also extend the leader-epoch cache (``LeaderEpochFileCache.assign`` on append).
+    also extend the leader-epoch cache (``LeaderEpochFileCache.assign`` on append): before
+    KAFKA-7415 only a newer epoch is recorded; with rule ``epoch_cache_replaces`` an older
+    one replaces the entries it conflicts with.
 
     ``hw`` >= 0: a follower also takes the HW of the fetch response (capped at its new LEO).
     """
     epochs = rep.epochs
     if cfg.generation.epoch_in_log:
         offset = len(rep.log)
+        replace = cfg.generation.epoch_cache_replaces
         for e in entries:
-            if not epochs or e.epoch > epochs[-1][0]:
+            if replace:
+                epochs = ec.assign_or_replace(epochs, e.epoch, offset)
+            elif not epochs or e.epoch > epochs[-1][0]:
                 epochs = ec.assign(epochs, e.epoch, offset)
             offset += 1
     log = rep.log + entries

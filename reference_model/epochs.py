@@ -25,6 +25,22 @@ def assign(epochs: Epochs, epoch: int, start_offset: int) -> Epochs:
     return (*kept, (epoch, start_offset))
 
 
+def assign_or_replace(epochs: Epochs, epoch: int, start_offset: int) -> Epochs:
+    """``LeaderEpochFileCache.assign`` from 2.1 (KAFKA-7415, rule ``assign_epoch_on_leader``).
+
+    An entry is added unless it repeats the latest epoch at or after its start; the entries
+    it conflicts with (an epoch not below it, or a start not before it) are dropped first
+    (``truncateAndAppend``: "assume that the latest append is always accurate"). Before
+    2.1 an older epoch was ignored (:func:`assign`), so a follower that had led an epoch
+    with an empty log and then fetched an older epoch's batches kept a cache naming the
+    newer epoch for them.
+    """
+    if epochs and epochs[-1][0] == epoch and start_offset >= epochs[-1][1]:
+        return epochs
+    kept = tuple(e for e in epochs if e[0] < epoch and e[1] < start_offset)
+    return (*kept, (epoch, start_offset))
+
+
 def truncate_from_end(epochs: Epochs, end_offset: int) -> Epochs:
     """Drop entries starting at or after ``end_offset`` (log truncated to that LEO)."""
     if not epochs or epochs[-1][1] < end_offset:

@@ -8,24 +8,15 @@ that release), the mode it applies to, and the broker class and method it mirror
 *profile* (:class:`Generation`) is the set of rules in force for one release; it is
 what :func:`resolve` returns for ``2.8.2``, ``3.3.1-kraft``, ``4.0.0-elr`` and so on.
 
-Names accepted by :func:`resolve` (and so by :func:`generation` and
-``run.run_scenario``):
+Names :func:`resolve` accepts (so :func:`generation` and ``run.run_scenario`` too):
 
-- an era alias: ``hw``, ``kip101``, ``kip279``, ``kip320``; ``kraft`` (= ``4.0.0``) and
-  ``kraft-elr`` (= ``4.0.0-elr``);
+- an era alias: ``hw``, ``kip101``, ``kip279``, ``kip320``, ``kraft``, ``kraft-elr``;
 - a release number ``0.10.0.0`` .. ``4.1.x`` (0.x releases have four parts, later ones
   three; ``x`` stands for the newest patch), ZooKeeper mode below 4.0 and KRaft from 4.0;
 - suffixes: ``-kraft`` (KRaft mode, from 3.3), ``-zk`` (ZooKeeper mode, below 4.0),
   ``-elr`` (KIP-966 feature on; from 4.0, the default from 4.1), ``-no-elr`` (feature off),
   ``-ibpX.Y`` (ZooKeeper broker pinned to ``inter.broker.protocol.version`` X.Y, e.g.
   ``3.3.1-ibp0.10``, which replicates like ``hw``).
-
-A :class:`Generation` is a *version profile*: the set of behavioural rules (``RULES``) in force for
-one Kafka release, mode (ZooKeeper or KRaft) and feature set, plus one boolean per rule so the
-transition function reads a flag instead of searching a set. ``generation(name)`` is the single
-entry point: it accepts the era aliases below, the KRaft aliases, any release number from 0.10.0.0
-to 4.1.x and the harness catalogue names (``3.3.1-kraft``, ``4.0.0-elr``, ``3.3.1-ibp0.10``); see
-:func:`resolve`.
 
 Era aliases (unchanged since the model's first version):
 
@@ -43,9 +34,10 @@ Era aliases (unchanged since the model's first version):
     Fetch and OffsetsForLeaderEpoch carry the current leader epoch: a replica with a stale
     epoch is fenced instead of served, and a response from a superseded epoch is dropped. A new
     leader writes its epoch into the cache on election (KAFKA-7415), and an epoch older than
-    the cache's first entry is answered with that entry's start offset.
+    the cache's first entry is answered with that entry's start offset (later fixes in the
+    range, KAFKA-10706 or hw_in_log, are rules of their releases, not of the alias).
 ``kraft`` / ``kraft-elr``
-    Kafka 4.0 (KRaft controller), without / with Eligible Leader Replicas (KIP-966).
+    Kafka 4.0 (KRaft controller; = ``4.0.0``), without / with ELR (KIP-966; = ``4.0.0-elr``).
 """
 
 from __future__ import annotations
@@ -71,6 +63,8 @@ class Generation:
     epoch_walkback: bool  # KIP-279 (largest epoch <= requested, end offset) + step back
     fencing: bool  # KIP-320 current leader epoch in Fetch / OffsetsForLeaderEpoch
     assign_epoch_on_leader: bool  # KAFKA-7415: leader caches (epoch, LEO) on election
+    epoch_cache_replaces: bool = False  # KAFKA-7415: an older epoch replaces conflicts
+    truncate_cleans_epoch_cache: bool = False  # KAFKA-10706: no-op truncation cleans the cache
     isr_join_epoch_start: bool = False  # KAFKA-7128: join ISR only past the epoch start
     truncate_on_missed_epoch: bool = False  # KAFKA-7164: same leader, epoch jumped > 1
     out_of_range_truncates: bool = False  # KAFKA-7414: follower ahead never halts
@@ -138,6 +132,7 @@ GENERATIONS: dict[str, Generation] = {
                 "epoch_walkback",
                 "fencing",
                 "assign_epoch_on_leader",
+                "epoch_cache_replaces",
                 "isr_join_epoch_start",
                 "truncate_on_missed_epoch",
                 "out_of_range_truncates",
@@ -220,6 +215,28 @@ RULES: dict[str, Rule] = {
             "a new leader caches (epoch, LEO); an epoch older than the cache gets its first start",
             needs_ibp="0.11",
             boundary="tests/unit/test_profiles.py::test_kafka_7415_boundary",
+        ),
+        Rule(
+            "epoch_cache_replaces",
+            "KAFKA-7415",
+            ("2.0.1", "2.1.0"),
+            "kafka.server.epoch.LeaderEpochFileCache.assign (truncateAndAppend)",
+            "an appended batch of an older epoch than the cache's latest entry replaces the "
+            "entries it conflicts with (before: ignored); a follower that led an epoch with "
+            "nothing appended then fetched older batches caches their epoch",
+            needs_ibp="0.11",
+            boundary="tests/unit/test_profiles.py::test_kafka_7415_cache_boundary",
+        ),
+        Rule(
+            "truncate_cleans_epoch_cache",
+            "KAFKA-10706",
+            ("2.6.1", "2.7.0"),
+            "kafka.log.Log.truncateTo (targetOffset >= logEndOffset: "
+            "leaderEpochCache.truncateFromEnd(logEndOffset))",
+            "a truncation at or past the LEO still drops epoch-cache entries starting at the "
+            "LEO (an epoch a broker led without appending); before, they stayed",
+            needs_ibp="0.11",
+            boundary="tests/unit/test_profiles.py::test_kafka_10706_boundary",
         ),
         Rule(
             "isr_join_epoch_start",

@@ -138,7 +138,8 @@ def _restart(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
     st = broker.start(cfg, st, i)
     # The old process's connection is gone: the harness plays a restart the controller did
     # not notice by failing the controller over, which drops every queue (controller_queue).
-    st = with_controller(st, cq.drop(st.controller, frozenset({i})))
+    if st.controller.queued:
+        st = with_controller(st, cq.drop(st.controller, frozenset({i})))
     if st.cuts and session_cut(cfg, st.cuts, i):
         # The process runs but cannot register (no ZooKeeper session / no
         # BrokerRegistration reaches the quorum): it registers when the cut heals.
@@ -188,7 +189,8 @@ def _clean_shutdown(cfg: Config, st: PartitionState, ev: Event) -> Outcome:
 
 def _broker_failed(cfg: Config, st: PartitionState, i: int, hold: frozenset[int]) -> Outcome:
     # removeBroker: the controller's channel to i, and its queue, end with the session.
-    st = with_controller(st, cq.drop(st.controller, frozenset({i})))
+    if st.controller.queued:
+        st = with_controller(st, cq.drop(st.controller, frozenset({i})))
     return record(cfg, st, controller_of(cfg).broker_failed(cfg, st.controller, i), hold)
 
 

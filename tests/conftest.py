@@ -11,10 +11,18 @@ daemon: ``scripts/setup.sh`` (``hwchaos docker up``) does, before the tests.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI replays the same property examples every run (a red CI names a change, not a draw);
+# a developer's run draws new ones, which is how the model's own properties find bugs.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:

@@ -15,6 +15,9 @@ decision"), and to talk to a KRaft controller the way a broker does:
 - ``UnregisterBroker`` v0 (api key 64) for clean-up only.
 - ``ApiVersions`` v0 (api key 18, every release from 0.10 to 4.x) as a probe: its answer
   says the broker's request handlers took a request sent after a given moment.
+- ``ListOffsets`` v1 (api key 2, every release from 0.10.1 to 4.x) to the leader the
+  controller named: the HW it reports to consumers. librdkafka sends it to whichever broker
+  its metadata names, and after a leader change that can be the old leader for seconds.
 
 Encodings follow ``clients/src/main/resources/common/message/*.json``: request header v1
 (non-flexible) or v2 (flexible), big-endian ints, compact strings/arrays as
@@ -27,6 +30,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
+LIST_OFFSETS = 2
 METADATA = 3
 API_VERSIONS = 18
 BROKER_HEARTBEAT = 63
@@ -154,6 +158,33 @@ def api_versions(host: str, port: int, timeout: float = 2.0) -> int:
     r.take(">i")  # correlation id
     err: int = r.take(">h")
     return err
+
+
+def list_offsets_latest(
+    host: str, port: int, topic: str, partition: int, timeout: float = 2.0
+) -> int:
+    """ListOffsets v1 (timestamp -1, "latest") as a consumer (replica id -1) to one broker.
+
+    A leader answers its high watermark (``Partition.fetchOffsetForTimestamp``: a consumer
+    reads up to the HW). An error code (NOT_LEADER_OR_FOLLOWER, OFFSET_NOT_AVAILABLE of a
+    new leader before its followers fetched, KIP-207) raises :class:`WireError`.
+    """
+    body = struct.pack(">i", -1) + struct.pack(">i", 1) + _string(topic)
+    body += struct.pack(">iiq", 1, partition, -1)
+    r = _Reader(_roundtrip(host, port, _header(LIST_OFFSETS, 1, 6, False) + body, timeout))
+    r.take(">i")  # correlation id
+    for _ in range(r.take(">i")):  # topics
+        name = r.string()
+        for _ in range(r.take(">i")):  # partitions
+            index = r.take(">i")
+            err = r.take(">h")
+            r.take(">q")  # timestamp
+            offset = r.take(">q")
+            if name == topic and index == partition:
+                if err:
+                    raise WireError(f"{host}:{port}: ListOffsets error code {err}")
+                return offset
+    raise WireError(f"{host}:{port}: ListOffsets answered nothing for {topic}-{partition}")
 
 
 def partition_view(

@@ -81,22 +81,41 @@ def stable_hw(
     ``timeout`` seconds is returned as it last was, with ``stable=False``. The caller
     compares the value with the model; this function does not know what to expect.
     """
-    path = Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT
+    return stable_hws({"": Path(log_dir)}, topic, partition, timeout, poll)[""]
+
+
+def stable_hws(
+    log_dirs: dict[str, Path],
+    topic: str,
+    partition: int,
+    timeout: float = 5.0,
+    poll: float = 0.02,
+) -> dict[str, HwReading]:
+    """:func:`stable_hw` of several running brokers at once (one polling loop).
+
+    Each broker's checkpoint timer runs on its own, so waiting for them one after another
+    cost one broker's wait per running broker (~0.1 s each, every step); together it costs
+    the slowest one's.
+    """
+    paths = {k: Path(d) / REPLICATION_OFFSET_CHECKPOINT for k, d in log_dirs.items()}
     deadline = time.monotonic() + timeout
-    last_stamp = _stamp(path)
-    last_value: int | None = None
-    writes = 0
-    agreeing = 0
-    value = checkpointed_hw(log_dir, topic, partition)
-    while time.monotonic() < deadline:
-        stamp = _stamp(path)
-        if stamp is not None and stamp != last_stamp:
-            last_stamp = stamp
-            value = checkpointed_hw(log_dir, topic, partition)
-            writes += 1
-            agreeing = agreeing + 1 if value == last_value else 0
-            last_value = value
-            if agreeing >= 1:
-                return HwReading(value, True, writes)
-        time.sleep(poll)
-    return HwReading(value, False, writes)
+    last_stamp = {k: _stamp(p) for k, p in paths.items()}
+    last_value: dict[str, int | None] = dict.fromkeys(paths)
+    writes = dict.fromkeys(paths, 0)
+    value = {k: checkpointed_hw(d, topic, partition) for k, d in log_dirs.items()}
+    done: dict[str, HwReading] = {}
+    while len(done) < len(paths) and time.monotonic() < deadline:
+        for k, path in paths.items():
+            if k in done:
+                continue
+            stamp = _stamp(path)
+            if stamp is not None and stamp != last_stamp[k]:
+                last_stamp[k] = stamp
+                value[k] = checkpointed_hw(log_dirs[k], topic, partition)
+                writes[k] += 1
+                if value[k] == last_value[k]:
+                    done[k] = HwReading(value[k], True, writes[k])
+                last_value[k] = value[k]
+        if len(done) < len(paths):
+            time.sleep(poll)
+    return {k: done.get(k, HwReading(value[k], False, writes[k])) for k in paths}

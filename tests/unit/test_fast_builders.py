@@ -92,3 +92,17 @@ def test_the_swap_is_scoped_to_the_search_and_counts_do_not_change() -> None:
     res = explore(generation("kip320"), Bounds(records=1), reductions=ALL_REDUCTIONS)
     assert transitions.with_replica is readable["with_replica"]
     assert res.exhausted and res.states > 0
+
+
+def test_compiled_helpers_get_the_generated_replace(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the helpers cannot be swapped (the compiled model), the ``_replace`` they call
+    is the generated one during the search, even with ``fast_replace`` off, and restored."""
+    monkeypatch.setattr(fb, "swappable", lambda functions: False)
+    before = PartitionState.__dict__.get("_replace")
+    readable = transitions.with_replica
+    with fb.fast_builders():
+        assert transitions.with_replica is readable
+        assert PartitionState.__dict__.get("_replace") is not before
+        st = _states("kip320", 20)[-1]
+        assert st._replace(crashes=7) == tuple.__new__(PartitionState, (*st[:4], 7, *st[5:]))
+    assert PartitionState.__dict__.get("_replace") is before

@@ -15,7 +15,7 @@ from harness.checker.hw import hw_check, judge_hw
 from harness.checker.realised import realised_hws
 from harness.generator.scenarios import load_scenario
 from harness.readback.checkpoints import write_offset_checkpoint
-from harness.readback.hw import NO_HW, checkpointed_hw, stable_hw
+from harness.readback.hw import NO_HW, checkpointed_hw, stable_hw, stable_hws
 from reference_model.run import run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +76,31 @@ def test_stable_hw_is_bounded_on_stability_not_on_a_value(tmp_path: Path) -> Non
     write_offset_checkpoint(tmp_path / CKPT, {("hwchaos", 0): 4})
     r = stable_hw(tmp_path, "hwchaos", 0, timeout=0.3)
     assert (r.hw, r.stable, r.writes) == (4, False, 0)
+
+
+def test_stable_hws_waits_for_each_broker_in_one_loop(tmp_path: Path) -> None:
+    """Two running brokers read together: each gets its own two agreeing writes, and one
+    that stopped writing is returned unstable at the bound, not waited for forever."""
+    a, b, c = (tmp_path / n for n in "abc")
+    for d, v in ((a, 0), (b, 5), (c, 9)):
+        d.mkdir()
+        write_offset_checkpoint(d / CKPT, {("hwchaos", 0): v})
+    stop = threading.Event()
+    ts = [
+        threading.Thread(target=_writer, args=(a / CKPT, [1, 2, 2, 2, 2, 2, 2], stop)),
+        threading.Thread(target=_writer, args=(b / CKPT, [6, 6, 6, 6, 6, 6, 6], stop)),
+    ]
+    for t in ts:
+        t.start()
+    try:
+        r = stable_hws({"A": a, "B": b, "C": c}, "hwchaos", 0, timeout=0.6, poll=0.005)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert (r["A"].hw, r["A"].stable) == (2, True)
+    assert (r["B"].hw, r["B"].stable) == (6, True)
+    assert (r["C"].hw, r["C"].stable, r["C"].writes) == (9, False, 0)
 
 
 def _kip101() -> tuple[list[str], list[list[int]], list[Obs]]:
@@ -233,7 +258,10 @@ def test_fetch_request_answer_hw_before_with_records_after_without() -> None:
 def test_a_late_pause_the_harness_noted_is_named_in_the_mismatch() -> None:
     """A follower paused past its parked Fetch (a loaded machine) may apply a second round:
     the playbook notes it, and the HW difference at that step carries the note."""
-    late = "harness: B paused 1.30s after its fetch round, past replica.fetch.wait.max.ms=1000"
+    late = (
+        "harness: B (or its leader) paused 1.30s after its fetch round, past "
+        "replica.fetch.wait.max.ms=1000"
+    )
     obs = Obs(2, "fetch B", {"A": 1, "B": 1})
     obs.notes = [f"B joined the ISR; {late}"]  # type: ignore[attr-defined]
     res = hw_check(["A", "B"], [[0, 0], [1, 0]], [obs])

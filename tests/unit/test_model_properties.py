@@ -61,21 +61,32 @@ def check(cfg: Config, prev: PartitionState, s: PartitionState) -> None:
         assert not ctrl.elr and not ctrl.last_known_elr, "ELR outside KIP-966"
     seen = set()
     for rep in s.replicas:
-        assert 0 <= rep.hw <= rep.leo, "HW outside [0, LEO]"
+        assert rep.hw >= 0, "HW below 0"
+        if cfg.generation.hw_in_log:
+            # Before 2.4 (rule hw_in_log, PR #7055) Log.truncateTo left a follower's HW where
+            # it was until the next Fetch answer (min(leader HW, LEO)): HW above the LEO is
+            # Kafka's own state there, found by this property on the hw profile (a follower's
+            # out-of-range truncation after an unclean election), so it is checked from 2.4.
+            assert rep.hw <= rep.leo, "HW above the LEO (2.4 on: truncation clamps it)"
         assert rep.flushed <= rep.leo, "recovery point beyond LEO"
         starts = [o for _, o in rep.epochs]
         eps = [e for e, _ in rep.epochs]
         assert eps == sorted(set(eps)), "epochs not strictly increasing"
         assert starts == sorted(starts), "epoch start offsets decrease"
         assert all(o <= rep.leo for o in starts), "epoch starts beyond LEO"
-        if cfg.generation.epoch_in_log:
+        g = cfg.generation
+        if not g.epoch_in_log:
+            assert rep.epochs == (), "pre-0.11 replicas keep no epoch cache"
+        elif g.truncate_cleans_epoch_cache or not g.epoch_cache_replaces:
+            # From KAFKA-7415 until KAFKA-10706 Kafka itself could leave the cache naming no
+            # epoch for the start of the log (a no-op truncation kept an entry of an epoch
+            # led without appending, which the next older batch then replaced, (0, 0)
+            # included): tests/unit/test_profiles.py::test_kafka_10706_boundary.
             log_epochs = [e.epoch for e in rep.log]
             assert log_epochs == sorted(log_epochs), "batch epochs decrease along the log"
             for off, entry in enumerate(rep.log):  # the cache maps every offset to its epoch
                 owner = max((e for e, o in rep.epochs if o <= off), default=None)
                 assert owner == entry.epoch, f"cache says epoch {owner} at {off}"
-        else:
-            assert rep.epochs == (), "pre-0.11 replicas keep no epoch cache"
         seen.update(e.record for e in rep.log)
     produced = {r for w in s.writes for r in [w.record]}
     assert seen <= produced, "a replica holds a record nobody produced"

@@ -174,11 +174,20 @@ ERA_RELEASES = [
 ]
 
 
+# Era members that differ from their alias in the leader-epoch caches only: KAFKA-10706
+# (2.6.1/2.7.0) cleans a cache entry the kip320 era (from 2.1) keeps; logs, HWs, losses and
+# divergence agree (test_kafka_10706_boundary shows the difference).
+CACHE_ONLY = {("2.8.2", "kip320"), ("3.3.1", "kip320"), ("3.6.2", "kip320")}
+
+
 @pytest.mark.parametrize(("release", "era"), ERA_RELEASES)
 def test_release_agrees_with_its_era_alias(release: str, era: str) -> None:
     for path in catalogue():
         s = load_scenario(path)
-        assert outcome(s, release) == outcome(s, era), path.stem
+        got, want = outcome(s, release), outcome(s, era)
+        if (release, era) in CACHE_ONLY:
+            got, want = dict(got, epochs=None), dict(want, epochs=None)
+        assert got == want, path.stem
 
 
 def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
@@ -242,6 +251,32 @@ def test_kafka_7415_boundary() -> None:
     assert outcome(s, "2.0.1")["epochs"]["A"] == [[0, 0], [2, 2]]
     off = with_rule(generation("2.0.1"), "assign_epoch_on_leader", False)
     assert outcome(s, off)["epochs"]["A"] == [[0, 0]]
+
+
+def test_kafka_7415_cache_boundary() -> None:
+    """controller-queue-two-leader-changes: B led epoch 1 without appending (cache (1, 1)),
+    then fetched m2 of epoch 0 at offset 1 after a no-op truncation to 1. From 2.0.1
+    (KAFKA-7415 ``truncateAndAppend``) that batch replaces the conflicting entries, (0, 0)
+    included: B ends with [(0, 1)]; before, the older epoch was ignored: [(0, 0), (1, 1)]
+    (2.0.0 has no (1, 1) at all: no entry on election). Off on 2.1.1 gives that back."""
+    s = cat("controller-queue-two-leader-changes")
+    assert outcome(s, "2.1.1")["epochs"]["B"] == [[0, 1]]
+    off = with_rule(generation("2.1.1"), "epoch_cache_replaces", False)
+    assert outcome(s, off)["epochs"]["B"] == [[0, 0], [1, 1]]
+
+
+def test_kafka_10706_boundary() -> None:
+    """The same ordering: from 2.6.1/2.7.0 (KAFKA-10706) the no-op truncation to B's LEO 1
+    still drops (1, 1), so m2's epoch 0 extends (0, 0): B ends with [(0, 0)], what a real
+    3.3.1 broker's leader-epoch-checkpoint held in this run; 2.6.0 keeps the KAFKA-7415
+    outcome [(0, 1)]. Off on 2.7.0 gives that back."""
+    s = cat("controller-queue-two-leader-changes")
+    assert outcome(s, "2.6.0")["epochs"]["B"] == [[0, 1]]
+    assert outcome(s, "2.6.1")["epochs"]["B"] == [[0, 0]]
+    assert outcome(s, "2.7.0")["epochs"]["B"] == [[0, 0]]
+    assert outcome(s, "3.3.1")["epochs"]["B"] == [[0, 0]]
+    off = with_rule(generation("2.7.0"), "truncate_cleans_epoch_cache", False)
+    assert outcome(s, off)["epochs"]["B"] == [[0, 1]]
 
 
 KAFKA_7128 = [

@@ -139,8 +139,6 @@ class Mode(ABC):
     hub_name: str
     # How a broker cut from the controller stays registered meanwhile, in a sentence.
     held_session_note: str
-    # A consumer group's __consumer_offsets lands on a broker no fault touches.
-    consumer_groups_safe: bool
 
     def __init__(self, version: KafkaVersion, startup_timeout: float = 90.0) -> None:
         self.version = version

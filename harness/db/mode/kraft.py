@@ -278,8 +278,6 @@ class KRaftMode(Mode):
 
     hub_name = "the controllers"
     held_session_note = "the harness's session keeper heartbeats for it"
-    # No broker is out of the faults' reach to host __consumer_offsets.
-    consumer_groups_safe = False
 
     def controller_nodes(self) -> list[str]:
         return list(self.controllers)

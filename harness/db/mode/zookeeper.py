@@ -179,7 +179,6 @@ class ZooKeeperMode(Mode):
 
     hub_name = "ZooKeeper"
     held_session_note = "it keeps its ZooKeeper session"
-    consumer_groups_safe = True  # __consumer_offsets lands on the controller broker
 
     def controller_nodes(self) -> list[str]:
         return [CONTROLLER]

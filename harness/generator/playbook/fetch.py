@@ -26,6 +26,7 @@ from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
+from harness.nemesis import faults as nemesis
 from harness.readback.hw import checkpointed_hw
 from harness.readback.log4j import read_rotated, without_other_topics
 from reference_model.events import Event
@@ -89,29 +90,63 @@ class FetchSteps(Settling):
             low = min([leo0, *self._truncated_to(name)[cuts0:]])
             if self.leo(name) <= low:
                 note = "; ".join(x for x in (note, self._hw_learned(name)) if x)
+                round_done = time.monotonic()  # the answer it waited for opens a new window
         finally:
-            self._hold(name)
-        return "; ".join(x for x in (note, self._late_pause(name, round_done)) if x)
+            shield = self._shield_from_leader(name)
+            shielded_at = time.monotonic()
+            try:
+                self._hold(name)
+            finally:
+                if shield is not None:
+                    nemesis.resume(self.cluster, shield)
+                    self._probe_after_pause()  # the produce fence's bound, taken again
+        stopped = shielded_at if shield is not None else self._paused_at
+        return "; ".join(x for x in (note, self._late_pause(name, round_done, stopped)) if x)
 
-    def _late_pause(self, name: str, round_done: float | None) -> str:
+    def _shield_from_leader(self, name: str) -> str | None:
+        """SIGSTOP the leader while F is read and paused; returns the leader stopped, if any.
+
+        F's next Fetch is parked at the leader for ``replica.fetch.wait.max.ms``; reading
+        F's HW (two fresh checkpoint writes) and serving the consumer oracle's read before
+        F's pause must fit in that window, which a loaded machine overran (F then applied a
+        second answer: a newer HW than the model's one round). A stopped leader answers
+        nothing, so the window no longer bounds the readings. The parked Fetch is answered
+        after the leader resumes, into F's socket while F is paused: the produce step's wait
+        for parked fetches (playbook/produce.py) covers that case already.
+        """
+        lead = self.leader()
+        if (
+            lead is None
+            or lead == name
+            or lead in self.down
+            or lead in self.held
+            or lead in self.user_paused
+            or not self.cluster.is_running(lead)
+        ):
+            return None
+        nemesis.pause(self.cluster, lead)
+        return lead
+
+    def _late_pause(self, name: str, round_done: float | None, stopped: float) -> str:
         """A note when F was paused later than one parked Fetch after its round completed.
 
         The model's ``fetch`` is one request/response round; the harness realises it by
         pausing F while its next Fetch is parked at the leader (``replica.fetch.wait.max.ms``).
-        A loaded machine can delay the pause past that window, and F may then have applied a
-        second answer (a newer HW): the step was not the model's. Said, so that a per-step HW
-        difference at this step reads as what it is.
+        A loaded machine can delay the pause (of the leader, which shields F, or of F) past
+        that window, and F may then have applied a second answer (a newer HW): the step was
+        not the model's. Said, so that a per-step HW difference at this step reads as what
+        it is.
         """
         if round_done is None or name not in self.held:
             return ""
         wait_ms = int(
             self.cluster.brokers[name].props.get("replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS)
         )
-        late = self._paused_at - round_done
+        late = stopped - round_done
         if late * 1000 < wait_ms:
             return ""
         return (
-            f"harness: {name} paused {late:.2f}s after its fetch round, past "
+            f"harness: {name} (or its leader) paused {late:.2f}s after its fetch round, past "
             f"replica.fetch.wait.max.ms={wait_ms}: it may have applied a second round"
         )
 

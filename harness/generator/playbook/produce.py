@@ -7,8 +7,9 @@ answers Metadata from a stale view (a zombie leader names itself), so the harnes
 is cut from it for the step. ``produce: {to: X}`` bootstraps a producer from X alone while
 the client is cut from every other broker, so it can only ever talk to X, whatever X's
 metadata says; X's answer is the outcome. Both first wait out fetches parked in the
-leader's purgatory, which a record would otherwise complete behind the script. Runs with
-``isr_shrink`` use a fresh, patient producer per step (see ``_fresh_producer``).
+leader's purgatory, which a record would otherwise complete behind the script. Every
+plain ``produce`` uses a producer bootstrapped from the current leader (runs with
+``isr_shrink``: a patient one; see ``_fresh_producer``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.settle import Settling
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
-from harness.protocol.wire import WireError, api_versions
+from harness.readback import tcp
 from reference_model.events import Event
 
 
@@ -68,21 +69,27 @@ class ProduceSteps(Settling):
         return "; ".join(out)
 
     def _parked_fetches_answered(self, target: str | None = None) -> None:
-        """Wait out ``replica.fetch.wait.max.ms`` after the leader took the paused followers'
-        last Fetch requests.
+        """Wait until no paused follower's Fetch is parked at the broker that takes the
+        record (``target``, else the leader).
 
         A follower paused just after sending its next Fetch leaves that request parked in the
         leader's fetch purgatory; a record produced before it expires completes it, and the
         paused follower applies the answer whenever it next runs (seen on 0.10.2.1 and
-        3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched). The answer is not
-        observable from outside, but its deadline is the broker's own timer: the request's
-        arrival plus ``replica.fetch.wait.max.ms``. The arrival is bounded by observation:
-        the broker that will take the record (``target``, else the leader) answers an
-        ApiVersions sent after the last pause, so its request handlers have run past the
-        follower's Fetch, which was on the wire before the pause. From that answer the
-        fence is the broker's timer, twice for scheduling slack. Without it (a loaded
-        machine: the leader read the Fetch late) the timer alone from the pause was not
-        enough: ``elect-unclean`` on 3.3.1 once saw B hold m2 it never fetched.
+        3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched).
+
+        Two ways to see it answered, whichever comes first:
+
+        - observed: the answer's bytes wait in the paused follower's socket receive queue
+          (:func:`harness.readback.tcp.answered`, per paused follower; a fetcher has one
+          request in flight per connection);
+        - the broker's timer: the request's arrival plus ``replica.fetch.wait.max.ms``. The
+          arrival is bounded by observation: the broker answered an ApiVersions sent after
+          the last pause (taken right after it, :meth:`_probe_after_pause`, or now if the
+          broker could not answer then), so its request handlers have run past the
+          follower's Fetch, which was on the wire before the pause. From that answer the
+          fence is the broker's timer, twice for scheduling slack. Without it (a loaded
+          machine: the leader read the Fetch late) the timer alone from the pause was not
+          enough: ``elect-unclean`` on 3.3.1 once saw B hold m2 it never fetched.
         """
         # The broker spec holds overrides only; the setting itself is kafka_config's.
         wait_ms = int(
@@ -90,54 +97,54 @@ class ProduceSteps(Settling):
                 "replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS
             )
         )
+        who = target or self.leader()
         start = self._paused_at
-        probed = self._leader_answered_after_pause(target or self.leader())
+        probed = self._answered_after_pause.get(who) if who is not None else None
+        if probed is None and who is not None:
+            probed = self._answered_now(who)
         if probed is not None:
             start = max(start, probed)
         deadline = start + 2 * wait_ms / 1000
-        wait_until(lambda: time.monotonic() >= deadline, "parked fetches to expire", 5.0)
+        paused = sorted((self.held | self.user_paused) - self.down - {who})
 
-    def _leader_answered_after_pause(self, name: str | None) -> float | None:
-        """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:
-        down, paused, or cut from the harness's client; the timer alone then)."""
+        def answered() -> bool:
+            if not paused or time.monotonic() >= deadline:
+                return True  # no paused follower: nothing can apply a parked answer later
+            target_pid = self.cluster.host_pid(who) if who is not None else None
+            if target_pid is None:
+                return False
+            for n in paused:
+                pid = self.cluster.host_pid(n)
+                if pid is not None and tcp.answered(pid, target_pid) is not True:
+                    return False  # None (cannot tell): the timer decides
+            return True
 
-        if name is None or name in self.down or name in self.held or name in self.user_paused:
-            return None
-        host, port = self.cluster.broker_address(name)
-        try:
-            api_versions(host, port, timeout=5.0)
-        except WireError:
-            return None
-        return time.monotonic()
+        wait_until(answered, "parked fetches to expire", 5.0)
 
     def _fresh_producer(self) -> None:
-        """Runs with ``isr_shrink`` and KRaft runs: each produce step gets a producer
-        bootstrapped from the current leader. An older one may hold an open connection to a
-        follower that ran in a fetch step and is paused now; a Metadata request on it hangs
-        for the whole socket timeout: seen as 30 s steps with ``isr_shrink`` (long enough
-        for the short lag to drop followers behind the script), and as 8-10 s first produce
-        steps on KRaft, whose clients bootstrap from every broker (the "metadata to name
-        the current leader" fence, measured in run.json's timings). A fresh one never
-        completes its handshake with a paused broker, so it never uses one. The old one
-        stays open for its reports. ZooKeeper runs bootstrap from the controller brokers,
-        which are never paused (:meth:`_bootstrap_pausable`).
+        """Each produce step gets a producer bootstrapped from the current leader.
+
+        An older one may hold an open connection to a follower that ran in a fetch step
+        and is paused now, or pick a paused broker it learned from metadata for its next
+        Metadata request; that request hangs for the whole socket timeout: seen as 30 s
+        steps with ``isr_shrink`` (long enough for the short lag to drop followers behind
+        the script), as 8-10 s first produce steps on KRaft, whose clients bootstrap from
+        every broker, and as 6-8 s on 0.10.2.1 although its clients bootstrap from the
+        controller broker, which is never paused (kip101-scenario1 step 4,
+        controller-queue-two-leader-changes step 6: "the producer's metadata to name the
+        current leader" in run.json's timings). A fresh one never completes its handshake
+        with a paused broker, so it never uses one. The old one stays open for its reports.
         """
         lead = self.leader()
-        short_lag = needs(self.scenario).short_lag
-        if not (short_lag or self._bootstrap_pausable()) or lead is None or lead in self.down:
+        if lead is None or lead in self.down:
             return
+        short_lag = needs(self.scenario).short_lag
         host, port = self.cluster.broker_address(lead)
         timeout = {"timeout_ms": PRODUCE_TIMEOUT_MS} if short_lag else {}
         fresh = Producer(f"{host}:{port}", self.scenario.acks, topic=self.cluster.topic, **timeout)
         fresh.deliveries = self.producer.deliveries  # one record of every write
         self.retired.append(self.producer)
         self.producer = fresh
-
-    def _bootstrap_pausable(self) -> bool:
-        """Whether the cluster's client bootstrap lists scenario brokers, which steps pause
-        (KRaft: every broker), rather than brokers no fault touches (ZooKeeper mode)."""
-        listed = set(self.cluster.bootstrap().split(","))
-        return any("{}:{}".format(*self.cluster.broker_address(n)) in listed for n in self.names)
 
     def produce_to(self, k: int, ev: Event, name: str) -> str:
         """``produce: {to: X}``: a client that can reach X alone; its answer is the outcome."""

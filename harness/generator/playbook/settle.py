@@ -15,9 +15,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from harness.db.runtime.process import stopped
 from harness.generator.playbook.fences import wait_until
 from harness.generator.playbook.halts import HaltWatch
 from harness.nemesis import faults as nemesis
+from harness.protocol.wire import WireError, api_versions
 
 
 class Settling(HaltWatch):
@@ -35,6 +37,36 @@ class Settling(HaltWatch):
             self._sync_sessions()
             nemesis.pause(self.cluster, name)
             self._paused_at = time.monotonic()
+            self._probe_after_pause()
+
+    def _probe_after_pause(self) -> None:
+        """Right after a pause: when each running scenario broker answers an ApiVersions.
+
+        A broker's answer to a request sent after the pause bounds when it read the Fetch
+        the paused follower had sent it before (produce.py waits out that Fetch's timer).
+        Taken here, not when the next record is produced, so the time between the two
+        counts: a produce step seconds after the last pause waits for nothing.
+        """
+        self._answered_after_pause = {}
+        for n in self.names:
+            pid = self.cluster.host_pid(n)
+            if not self._running(n) or (pid is not None and stopped(pid)):
+                continue  # e.g. a leader stopped while F is paused (fetch.py): probed later
+            t = self._answered_now(n, timeout=1.0)
+            if t is not None:
+                self._answered_after_pause[n] = t
+
+    def _answered_now(self, name: str, timeout: float = 5.0) -> float | None:
+        """When broker ``name`` answered an ApiVersions sent now (None: it cannot answer:
+        down, paused, or cut from the harness's client)."""
+        if name in self.down or name in self.held or name in self.user_paused:
+            return None
+        host, port = self.cluster.broker_address(name)
+        try:
+            api_versions(host, port, timeout=timeout)
+        except WireError:
+            return None
+        return time.monotonic()
 
     def _release(self, name: str) -> None:
         if name in self.held:

@@ -10,7 +10,6 @@ living in the file of its step kind, and none needs stubs of the others to type-
 
 from __future__ import annotations
 
-import contextlib
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -24,7 +23,8 @@ from harness.generator.playbook.fences import FenceTimeout, Observation, wait_un
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.nemesis import faults as nemesis
 from harness.nemesis.failover import ControllerFailover, has_spare
-from harness.readback.hw import HwReading, checkpointed_hw, stable_hw
+from harness.protocol.wire import WireError, list_offsets_latest
+from harness.readback.hw import HwReading, checkpointed_hw, stable_hw, stable_hws
 from harness.readback.logformat import read_partition_dir
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
@@ -65,16 +65,16 @@ class PlaybookState:
         # The consumer oracle's reads: {step, replica, role, replica_id, hw, records, error}
         self.reads: list[dict[str, Any]] = []
         self.meta = cluster.metadata()
-        self._admin: Any = None
         self.expiring: set[str] = set()
         self.retired: list[Producer] = []  # earlier producers with reports still to come
         self.producer = self._make_producer()
-        self._consumer: Any = None
         self._model_step = 0  # the model state whose controller liveness the run follows
         self.failover = (
             ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
         )
         self._paused_at = 0.0  # when the harness last paused a broker
+        # broker -> when it answered an ApiVersions sent after that pause (produce.py)
+        self._answered_after_pause: dict[str, float] = {}
         # How this mode's brokers are seen acting on the controller's decisions.
         self.decisions = cluster.mode.decisions(cluster, self.view, self._controller_brokers)
 
@@ -133,61 +133,21 @@ class PlaybookState:
         return entries[-1][0] + 1 if entries else 0
 
     def leader_hw(self) -> int:
-        """The HW as the leader reports it to consumers; -1 if it does not answer.
+        """The HW the leader the controller named reports to consumers; -1 if no answer.
 
-        A consumer that saw brokers die can keep stale connections for a while, so one that
-        fails is replaced by a fresh one for the next poll.
+        ListOffsets(latest) on the wire to that broker itself (harness.protocol.wire), not
+        through a client library: librdkafka sends it to whichever broker its metadata
+        cache names, and after a leader change that was the dead or paused old leader for
+        its whole request timeout (2 s per step observed, 3.3.1-kraft, in run.json's
+        "observe the cluster after the step" fence), and its first call paid a bootstrap.
         """
-        from confluent_kafka import Consumer, TopicPartition
-
-        if not self.cluster.mode.consumer_groups_safe:
-            return self._leader_hw_admin()
-        if self._consumer is None:
-            self._consumer = Consumer(
-                {
-                    "bootstrap.servers": self.cluster.bootstrap(),
-                    "group.id": "hwchaos-watermarks",
-                    "enable.auto.commit": False,
-                    "topic.metadata.refresh.interval.ms": 250,
-                    "metadata.max.age.ms": 1000,
-                    "log_level": 0,  # connection noise while brokers die is expected
-                }
-            )
-        try:
-            _low, high = self._consumer.get_watermark_offsets(
-                TopicPartition(self.cluster.topic, PARTITION), timeout=2.0, cached=False
-            )
-            return int(high)
-        except Exception:  # "no answer" is the observation
-            with contextlib.suppress(Exception):
-                self._consumer.close()
-            self._consumer = None
+        lead = self.leader()
+        if lead is None or lead in self.down:
             return -1
-
-    def _leader_hw_admin(self) -> int:
-        """ListOffsets(latest) through an admin client.
-
-        A consumer with a group id would make the brokers create ``__consumer_offsets`` on a
-        test broker where no broker is out of the faults' reach (KRaft mode).
-        """
-        from confluent_kafka import TopicPartition
-        from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
-
-        if self._admin is None:
-            self._admin = AdminClient(
-                {
-                    "bootstrap.servers": self.cluster.bootstrap(),
-                    "log_level": 0,
-                    "metadata.max.age.ms": 1000,
-                }
-            )
-        tp = TopicPartition(self.cluster.topic, PARTITION)
+        host, port = self.cluster.broker_address(lead)
         try:
-            latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
-            futs = self._admin.list_offsets({tp: latest}, request_timeout=2.0)
-            return int(futs[tp].result(timeout=3.0).offset)
-        except Exception:  # "no answer" is the observation
-            self._admin = None
+            return list_offsets_latest(host, port, self.cluster.topic, PARTITION)
+        except (WireError, struct.error, IndexError):  # "no answer" is the observation
             return -1
 
     def _running(self, name: str) -> bool:
@@ -210,6 +170,12 @@ class PlaybookState:
             return stable_hw(log_dir, self.cluster.topic, PARTITION)
         return HwReading(checkpointed_hw(log_dir, self.cluster.topic, PARTITION), True, 0)
 
+    def hw_readings(self, names: list[str]) -> dict[str, HwReading]:
+        """:meth:`hw_reading` of several brokers, the running ones waited for together."""
+        running = {n: self.cluster.log_dir(n) for n in names if self._running(n)}
+        got = stable_hws(running, self.cluster.topic, PARTITION) if running else {}
+        return {n: got[n] if n in got else self.hw_reading(n) for n in names}
+
     def consumer_read(self, name: str, role: str) -> None:
         """What a consumer reads from ``name`` now (harness.protocol.fetch), for the oracle.
 
@@ -220,7 +186,6 @@ class PlaybookState:
         them (their state then is their state until their next step).
         """
         from harness.protocol.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch, fetch_version
-        from harness.protocol.wire import WireError
 
         host, port = self.cluster.broker_address(name)
         kip392 = tuple(int(x) for x in self.version.release.split(".")[:2]) >= (2, 4)
@@ -258,7 +223,7 @@ class PlaybookState:
 
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
         v = self.view()
-        readings = {n: self.hw_reading(n) for n in self.names}
+        readings = self.hw_readings(self.names)
         lead = self.by_id.get(v.leader, "")
         wire = self.leader_hw() if lead and self._running(lead) else -1
         if lead and self._running(lead):
@@ -317,8 +282,4 @@ class PlaybookState:
             if n not in self._controller_brokers():
                 nemesis.resume(self.cluster, n)
         self.held.clear()
-        if self._consumer is not None:
-            with contextlib.suppress(Exception):
-                self._consumer.close()
         self.meta.close()
-        self._admin = None

@@ -1,0 +1,130 @@
+"""Whether a paused broker's last request to another broker has been answered, from ``/proc``.
+
+Why: a follower paused right after a fetch round leaves its next Fetch parked in the
+leader's purgatory for ``replica.fetch.wait.max.ms``; a record produced before the leader
+answers it completes it, and the follower applies that answer whenever it next runs (see
+``harness.generator.playbook.produce``). The answer is observable from outside: a paused
+process reads nothing, so once the leader has answered, the answer's bytes wait in the
+follower's socket receive queue (``rx_queue`` of ``/proc/<pid>/net/tcp``), and a Kafka
+fetcher has at most one request in flight per connection (``AbstractFetcherThread`` sends the
+next Fetch only after it processed the last answer). So: no connection of the follower to
+the leader's listener with an empty receive queue means no Fetch of the follower is parked
+there.
+
+What is read, all written by the kernel for the brokers' own processes: the follower's
+sockets (``/proc/<pid>/fd`` links ``socket:[inode]``), its network namespace's TCP table
+(``/proc/<pid>/net/tcp`` and ``tcp6``), and the leader's listening sockets the same way. The
+answer is ``None`` (cannot tell; the caller falls back on the broker's timer) whenever one of
+them cannot be read, or the follower's own listener is not among the sockets found for its
+process id (the process id is not the JVM's, so its sockets would be missed).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ESTABLISHED = 0x01
+LISTEN = 0x0A
+
+
+@dataclass(frozen=True)
+class TcpSocket:
+    """One line of ``/proc/<pid>/net/tcp[6]``."""
+
+    local: tuple[str, int]
+    remote: tuple[str, int]
+    state: int
+    rx_queue: int
+    inode: int
+
+
+def _address(field: str) -> tuple[str, int]:
+    """``0100007F:2382`` (IPv4, 32-bit words in host byte order) or the IPv6 form."""
+    hexip, hexport = field.split(":")
+    raw = bytes.fromhex(hexip)
+    # Each 32-bit word is in the host's (little-endian) order.
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    ip = ipaddress.ip_address(words)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return str(ip), int(hexport, 16)
+
+
+def parse_table(text: str) -> list[TcpSocket]:
+    """The sockets of one ``/proc/net/tcp``-format table (header line skipped)."""
+    out = []
+    for line in text.splitlines()[1:]:
+        f = line.split()
+        if len(f) < 10:
+            continue
+        out.append(
+            TcpSocket(
+                local=_address(f[1]),
+                remote=_address(f[2]),
+                state=int(f[3], 16),
+                rx_queue=int(f[4].split(":")[1], 16),
+                inode=int(f[9]),
+            )
+        )
+    return out
+
+
+def process_sockets(pid: int) -> list[TcpSocket] | None:
+    """The TCP sockets process ``pid`` holds open; None if ``/proc`` cannot tell."""
+    try:
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue  # closed meanwhile
+            if link.startswith("socket:["):
+                inodes.add(int(link[8:-1]))
+        rows: list[TcpSocket] = []
+        for table in ("tcp", "tcp6"):
+            path = Path(f"/proc/{pid}/net/{table}")
+            if path.exists():
+                rows += parse_table(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return [s for s in rows if s.inode in inodes]
+
+
+def _wildcard(ip: str) -> bool:
+    return ipaddress.ip_address(ip).is_unspecified
+
+
+def answered(follower_pid: int, target_pid: int) -> bool | None:
+    """Whether no request of process ``follower_pid`` (paused) to process ``target_pid``'s
+    listeners is still unanswered.
+
+    True: every connection from the follower to one of the target's listening addresses
+    has bytes waiting in the follower's receive queue (the answer came) or is no longer
+    established (no answer can come), or there is none. False: one is established with
+    nothing received. None: cannot tell (see the module docstring). A listener bound to a
+    wildcard address matches every connection to its port, which only ever makes the
+    answer False where it could have been True.
+    """
+    mine = process_sockets(follower_pid)
+    theirs = process_sockets(target_pid)
+    if mine is None or theirs is None:
+        return None
+    if not any(s.state == LISTEN for s in mine):
+        return None  # not the JVM's sockets: nothing here can be trusted
+    listeners = [s.local for s in theirs if s.state == LISTEN]
+    if not listeners:
+        return None
+
+    def to_target(s: TcpSocket) -> bool:
+        return any(
+            s.remote[1] == port and (s.remote[0] == ip or _wildcard(ip)) for ip, port in listeners
+        )
+
+    return all(
+        s.rx_queue > 0 or s.state != ESTABLISHED
+        for s in mine
+        if s.state != LISTEN and to_target(s)
+    )

@@ -23,6 +23,7 @@ from harness.db.mode import check_controllers
 from harness.generator.playbook.dispatch import check_played
 from harness.generator.record import RunRecord
 from harness.generator.runner import play
+from harness.generator.warm import WarmClusters
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 
@@ -47,14 +48,24 @@ def trial(
     run_id: str,
     progress: Callable[[str], None],
     controllers: int = 1,
+    warm: WarmClusters | None = None,
 ) -> Trial:
-    """Predict, play on a fresh ``backend`` cluster, judge, and write the run folder."""
+    """Predict, play on a ``backend`` cluster (fresh, or a clean one of ``warm``), judge,
+    and write the run folder."""
     check_controllers(version, controllers)  # bad input: one line, and no folder left behind
     check_played(scenario.steps)  # a model-only step kind: the same
     prediction = run_scenario(scenario, version.generation)
     store.write_inputs(folder, scenario, prediction)
     record = play(
-        scenario, version, prediction, backend, folder, run_id, progress, controllers=controllers
+        scenario,
+        version,
+        prediction,
+        backend,
+        folder,
+        run_id,
+        progress,
+        controllers=controllers,
+        warm=warm,
     )
     verdict = judge(prediction, record)
     info = store.write_outcome(prediction, record, verdict)
@@ -62,7 +73,12 @@ def trial(
 
 
 def run_on_brokers(
-    scenario: Scenario, version_name: str, backend: str, folder: Path, run_id: str
+    scenario: Scenario,
+    version_name: str,
+    backend: str,
+    folder: Path,
+    run_id: str,
+    warm: WarmClusters | None = None,
 ) -> bool:
     """Matrix and plugin entry point: one trial; True when the run reached a verdict."""
     info = trial(
@@ -72,5 +88,6 @@ def run_on_brokers(
         folder,
         run_id,
         progress=lambda m: print(f"  {m}", file=sys.stderr),
+        warm=warm,
     ).info
     return info.verdict in CONCLUDED

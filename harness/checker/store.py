@@ -65,6 +65,7 @@ def run_info(record: RunRecord, verdict: Verdict | None, prediction: RunResult) 
             "deliveries": record.deliveries,
             "final": record.final,
             "timings": record.phases,
+            "cluster": record.cluster.to_json() if record.cluster is not None else None,
             "hw": verdict.hw if verdict else hw_so_far(prediction, record),
             "file_writes": record.file_writes,
             "consumer": {

@@ -11,6 +11,7 @@ that version and classified (``harness.generator.confirm``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -26,6 +27,7 @@ from harness.cli.model import PROFILE_HELP
 from harness.cli.overrides import add_overrides, add_profile
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.generator import confirm
+from harness.generator.warm import WarmClusters
 from reference_model.profiles import generation
 from reference_model.scenario import to_document
 
@@ -118,6 +120,12 @@ def add_confirm_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--kafka", help="catalogue version to confirm on (e.g. 0.10.2.1, 3.3.1)")
     g.add_argument("--backend", choices=["local", "docker"], default="local")
+    g.add_argument(
+        "--fresh",
+        action="store_true",
+        help="a fresh cluster for every counterexample (default: counterexamples of one "
+        "cluster configuration reuse one running cluster, checked clean and reset between)",
+    )
     g.add_argument(
         "--runs",
         default="runs",
@@ -298,7 +306,9 @@ def _confirm(
         f"{version.name} ({version.generation}, {args.backend}) -> {runs}"
     )
     t0 = time.perf_counter()
-    results = confirm.confirm(found, version, args.backend, runs, say)
+    with contextlib.ExitStack() as stack:
+        warm = None if args.fresh else stack.enter_context(WarmClusters(runs / "warm"))
+        results = confirm.confirm(found, version, args.backend, runs, say, warm=warm)
     elapsed = time.perf_counter() - t0
     for entry, r in zip(files, results, strict=True):
         entry.update(

@@ -25,6 +25,7 @@ from harness.cli.matrix_jobs import default_jobs, run_parallel
 from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
+from harness.generator.warm import WarmClusters, reap_stale, warm_key
 from reference_model.profiles import FORMS, GENERATIONS, generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, ScenarioError
@@ -176,6 +177,25 @@ def _loses(folder: Path) -> bool:
     return run_json.is_file() and two_verdicts(json.loads(run_json.read_text())).lost
 
 
+def reuse_order(pending: list[Cell], backend: str) -> list[Cell]:
+    """The cells in the order a warm cluster serves best: model cells first, then broker
+    cells by version (in the order given) and cluster configuration (harness.generator.warm),
+    so each configuration's cells follow one another on one running cluster."""
+    versions: dict[str, int] = {}
+    for c in pending:
+        versions.setdefault(c.target, len(versions))
+
+    def order(c: Cell) -> tuple[int, int, str]:
+        if c.model_only:
+            return (0, 0, "")
+        name = resolve_version(c.target).name
+        prediction = run_scenario(c.scenario, c.protocol)
+        key = warm_key(c.scenario, prediction, name, backend, 1)
+        return (1, versions[c.target], key or "~")  # "~": after every configuration
+
+    return sorted(pending, key=order)
+
+
 def final_table(root: Path, todo: list[Cell]) -> list[str]:
     """Per cell, both verdicts (agreement, safety), read back from each cell's run.json.
 
@@ -246,6 +266,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"(default: what the cores allow, here {default_jobs()})",
     )
     p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="a fresh cluster for every broker cell (default: cells of one version and "
+        "cluster configuration play one after another on one running cluster, checked clean "
+        "and reset between them; with --jobs > 1 every cell gets a fresh cluster)",
+    )
+    p.add_argument(
         "--fail-on-loss",
         action="store_true",
         help="exit 1 when any cell loses an acknowledged write or leaves replicas divergent "
@@ -294,15 +321,28 @@ def run(args: argparse.Namespace) -> int:
         )
         bar.close()
         pending = [c for c in pending if c.model_only]
-    for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
-        folder = root / cell.cell_id
-        if cell.model_only:
-            write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
-        else:
-            from harness.trial import run_on_brokers
+    warm = None
+    if not args.fresh:
+        # beside the cells; what a killed matrix left there goes first
+        reap_stale(out / "warm-clusters")
+        warm = WarmClusters(out / "warm-clusters")
+    if warm is not None:
+        pending = reuse_order(pending, args.backend)
+    try:
+        for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
+            folder = root / cell.cell_id
+            if cell.model_only:
+                write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
+            else:
+                from harness.trial import run_on_brokers
 
-            ok = run_on_brokers(cell.scenario, cell.target, args.backend, folder, cell.cell_id)
-            failures += 0 if ok else 1
+                ok = run_on_brokers(
+                    cell.scenario, cell.target, args.backend, folder, cell.cell_id, warm=warm
+                )
+                failures += 0 if ok else 1
+    finally:
+        if warm is not None:
+            warm.close()
     (out / "skipped.txt").write_text("\n".join(skipped) + ("\n" if skipped else ""))
     print(f"matrix complete: {len(todo)} cells in {root}", file=sys.stderr)
     table = final_table(root, todo)

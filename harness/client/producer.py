@@ -28,10 +28,13 @@ REFUSED_ERRORS = ("NOT_ENOUGH_REPLICAS",)
 class Producer:
     """Produce single records with the scenario's acks; keep every delivery report."""
 
-    def __init__(self, bootstrap: str, acks: str, timeout_ms: int = 8000) -> None:
+    def __init__(
+        self, bootstrap: str, acks: str, timeout_ms: int = 8000, topic: str = TOPIC
+    ) -> None:
         from confluent_kafka import Producer as KafkaProducer
 
         self.acks = acks
+        self.topic = topic  # the run's test topic (a reused cluster's is new per run)
         self.deliveries: dict[str, Delivery] = {}
         self._p: Any = KafkaProducer(
             {
@@ -72,7 +75,7 @@ class Producer:
                 d.offset = msg.offset()
 
         self._p.produce(
-            TOPIC,
+            self.topic,
             key=record.encode(),
             value=record.encode(),
             partition=PARTITION,
@@ -84,9 +87,10 @@ class Producer:
     def leader_id(self) -> int:
         """The partition leader in this producer's freshly fetched metadata (-1: none)."""
         try:
-            md = self._p.list_topics(TOPIC, timeout=2.0)
-            part = md.topics[TOPIC].partitions.get(PARTITION)
-            return int(part.leader) if part is not None and md.topics[TOPIC].error is None else -1
+            md = self._p.list_topics(self.topic, timeout=2.0)
+            part = md.topics[self.topic].partitions.get(PARTITION)
+            ok = part is not None and md.topics[self.topic].error is None
+            return int(part.leader) if ok else -1
         except Exception:  # no answer is an observation too
             return -1
 

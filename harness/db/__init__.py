@@ -77,6 +77,10 @@ class Cluster(ABC):
     nodes: dict[str, BrokerSpec]
     workdir: Path
     network: Partitions | None = None  # cuts links between nodes; None: this runtime cannot
+    # The run's test topic. A fresh cluster's first run uses TOPIC; a reused cluster
+    # (harness.generator.warm) gets a new name per run, set by the runner before the
+    # playbook starts, so nothing of an earlier run's partition is read as this run's.
+    topic: str = TOPIC
     # Nodes stopped on purpose: a node exiting while the mode waits is an error, unless listed.
     expected_down: set[str]
 
@@ -167,8 +171,9 @@ class Cluster(ABC):
         """Broker ``name``'s log.dirs entry: where the checkpoint files live."""
         return self.nodes[name].data_dir
 
-    def partition_dir(self, name: str, topic: str = TOPIC) -> Path:
-        return self.nodes[name].data_dir / f"{topic}-{PARTITION}"
+    def partition_dir(self, name: str, topic: str | None = None) -> Path:
+        """Broker ``name``'s directory of the test partition (of ``topic``, default the run's)."""
+        return self.nodes[name].data_dir / f"{topic or self.topic}-{PARTITION}"
 
     def broker_log(self, name: str) -> Path:
         """The broker's ``server.log`` (it may not exist yet; rotated files sit beside it)."""

@@ -71,6 +71,7 @@ class Runtime(Protocol):
     nodes: dict[str, BrokerSpec]
     workdir: Path
     expected_down: set[str]
+    topic: str
 
     def launch(self, name: str, main_class: str, props: dict[str, str]) -> None: ...
 

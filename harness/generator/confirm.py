@@ -33,12 +33,15 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from explorer.invariants import judged_violations
 from harness.db.catalogue.versions import KafkaVersion
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
+
+if TYPE_CHECKING:
+    from harness.generator.warm import WarmClusters
 
 CONFIRMED = "confirmed"
 PREVENTED = "prevented"
@@ -316,8 +319,13 @@ def confirm(
     backend: str,
     runs: Path,
     progress: Callable[[str], None],
+    warm: WarmClusters | None = None,
 ) -> list[Confirmation]:
-    """Play every counterexample on ``version`` (identical orderings once) and classify."""
+    """Play every counterexample on ``version`` (identical orderings once) and classify.
+
+    ``warm``: counterexamples of one cluster configuration play on one running cluster,
+    checked clean and reset between them (harness.generator.warm); None: each on a fresh one.
+    """
     from harness.trial import trial
 
     out: list[Confirmation] = []
@@ -366,6 +374,7 @@ def confirm(
             folder,
             folder.name,
             progress=lambda m: progress(f"    {m}"),
+            warm=warm,
         )
         run = outcome_of(info, verdict)
         label, reason = classify(model, run, version.name)

@@ -65,6 +65,9 @@ class RunRecord:
     # The consumer oracle's reads: step, replica, role, replica_id, hw, records, error.
     reads: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The cluster it played on: fresh or reused, the topic, the runs before it on that
+    # cluster, what the reset put back (harness.generator.warm.Reuse); None: not recorded.
+    cluster: Any = None
 
     @property
     def reached_end(self) -> bool:

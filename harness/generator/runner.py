@@ -18,6 +18,7 @@ from harness.db import BrokerUnavailable, Cluster, ClusterError
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode import check_controllers
 from harness.db.mode.base import SPARE_CONTROLLER
+from harness.db.names import TOPIC
 from harness.db.runtime.docker import DockerCluster, docker_available
 from harness.db.runtime.linkcuts import network_available
 from harness.db.runtime.local import LocalCluster
@@ -25,6 +26,7 @@ from harness.generator.playbook import Playbook
 from harness.generator.playbook.fences import FenceTimeout, StepPrevented
 from harness.generator.realise import configure, needs, network_unavailable
 from harness.generator.record import RunRecord
+from harness.generator.warm import Reuse, WarmClusters, warm_key
 from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.events import Event
@@ -72,11 +74,15 @@ def play(
     run_id: str,
     progress: Callable[[str], None],
     controllers: int = 1,
+    warm: WarmClusters | None = None,
 ) -> RunRecord:
     """Play ``scenario`` on a fresh cluster; returns what happened, judged by nobody.
 
     ``prediction`` drives the playbook's fences and says which step, if any, this version
     refuses (the run stops before it). The broker logs are copied into ``folder/logs``.
+    With ``warm``, the run plays on a clean cluster of the same configuration an earlier
+    run left running, if there is one (harness.generator.warm), and leaves its cluster
+    reset and running for the next; ``record.cluster`` says which.
     """
     folder.mkdir(parents=True, exist_ok=True)
     record = RunRecord(
@@ -93,27 +99,45 @@ def play(
     cpu0 = timing.cpu_seconds()
     timings = timing.Timings()
     want = needs(scenario, prediction)
-    cluster = make_cluster(
-        version,
-        backend,
-        list(scenario.brokers),
-        workdir,
-        run_id,
-        controllers=controllers,
-        network=want.network,
-    )
-    failover.prepare(cluster, prediction)  # a spare controller broker if a step needs one
-    for line in configure(cluster, want):
-        progress(f"network steps: {line}")
+
+    def build(where: Path) -> Cluster:
+        made = make_cluster(
+            version,
+            backend,
+            list(scenario.brokers),
+            where,
+            run_id,
+            controllers=controllers,
+            network=want.network,
+        )
+        failover.prepare(made, prediction)  # a spare controller broker if a step needs one
+        for line in configure(made, want):
+            progress(f"network steps: {line}")
+        return made
+
+    if warm is None:
+        cluster, reuse = build(workdir), Reuse(False, TOPIC, why_fresh="fresh clusters asked for")
+    else:
+        key = warm_key(scenario, prediction, version.name, backend, controllers)
+        cluster, reuse = warm.acquire(key, build, run_id)
+        workdir = cluster.workdir
+    record.cluster = reuse
     recording = timing.recording(timings)
     recording.__enter__()  # until the cluster is stopped: the phases below add to ``timings``
     try:
-        progress(
-            f"starting {backend} cluster: Kafka {version.name} "
-            f"({version.generation}), brokers {list(scenario.brokers)}"
-        )
-        with timing.phase("cluster_start"):
-            cluster.start()
+        if reuse.reused:
+            progress(
+                f"reusing the {backend} cluster of {reuse.before[-1]} "
+                f"({len(reuse.before)} run(s) before), topic {reuse.topic}"
+            )
+        else:
+            progress(
+                f"starting {backend} cluster: Kafka {version.name} "
+                f"({version.generation}), brokers {list(scenario.brokers)}"
+                + (f" ({reuse.why_fresh})" if warm is not None else "")
+            )
+            with timing.phase("cluster_start"):
+                cluster.start()
         record.timings["cluster_up"] = round(time.perf_counter() - t0, 3)
         progress(f"cluster up in {record.timings['cluster_up']:.1f}s")
         missing = network_unavailable(cluster, want)
@@ -152,9 +176,15 @@ def play(
     except ClusterError as exc:
         record.status, record.failure = "error", str(exc)
     finally:
-        with timing.phase("cluster_stop"):
-            cluster.close()
+        if warm is None:
+            with timing.phase("cluster_stop"):
+                cluster.close()
+                record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+        else:
+            # the logs first: the reset empties them for the next run
             record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
+            with timing.phase("cluster_reset"):
+                warm.release(cluster, reuse)
         recording.__exit__(None, None, None)
     record.timings["total"] = time.perf_counter() - t0
     cpu1 = timing.cpu_seconds()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness import timing
 from harness.db import Cluster, ClusterError
-from harness.db.names import PARTITION, TOPIC
+from harness.db.names import PARTITION
 from harness.db.runtime.linkcuts import CLIENT, Direction, Partitions, network_available
 from harness.db.runtime.process import stopped
 from harness.readback.checkpoints import read_offset_checkpoint, write_offset_checkpoint
@@ -83,8 +83,10 @@ def resume(cluster: Cluster, name: str) -> None:
     cluster.signal(name, signal.SIGCONT)
 
 
-def write_hw_checkpoint(cluster: Cluster, name: str, hw: int, topic: str = TOPIC) -> None:
-    """Set the partition's entry in the broker's replication-offset-checkpoint to ``hw``."""
+def write_hw_checkpoint(cluster: Cluster, name: str, hw: int, topic: str | None = None) -> None:
+    """Set the partition's entry (``topic``: default the run's) in the broker's
+    replication-offset-checkpoint to ``hw``."""
+    topic = topic or cluster.topic
     path = cluster.log_dir(name) / HW_CHECKPOINT
     entries: dict[tuple[str, int], int] = {}
     if path.exists():

@@ -6,8 +6,10 @@ Scenario files as tests::
         [--hwchaos-protocol hw,kip320] [--hwchaos-out runs] scenarios/
 
 collects every scenario file x Kafka version (and x model generation with
-``--hwchaos-protocol``) as one test item. A broker item plays the scenario on a fresh
-cluster (:func:`harness.trial.run_on_brokers`) and fails when the brokers
+``--hwchaos-protocol``) as one test item. A broker item plays the scenario on a cluster
+(:func:`harness.trial.run_on_brokers`): by default a running one of the session with the
+same version and configuration, checked clean (harness.generator.warm), else a fresh one
+(``--hwchaos-fresh``: always fresh); it fails when the brokers
 disagree with the model, with the per-replica diff (predicted vs observed logs, the first
 differing step) in the message. A scenario's optional ``expect:`` block (``lost_acked``,
 ``divergent_offsets``, ``replicas``) is checked against what the brokers did (broker
@@ -35,6 +37,7 @@ from harness.pytest_plugin.collect import (
     ScenarioFile,
     ScenarioItem,
     pytest_collect_file,
+    pytest_collection_modifyitems,
 )
 from harness.pytest_plugin.fixtures import (
     HwchaosCluster,
@@ -69,6 +72,7 @@ __all__ = [
     "hwchaos_readback",
     "pytest_addoption",
     "pytest_collect_file",
+    "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_unconfigure",
     "read_replicas",

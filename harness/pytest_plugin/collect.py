@@ -21,7 +21,14 @@ from harness.checker.expect import (
 )
 from harness.checker.verdicts import two_verdicts
 from harness.db.catalogue.versions import KafkaVersion, resolve_version
-from harness.pytest_plugin.options import RUN_FOLDER, _settings, _unique, unavailable
+from harness.pytest_plugin.options import (
+    _SETTINGS,
+    RUN_FOLDER,
+    _settings,
+    _unique,
+    unavailable,
+    warm_clusters,
+)
 from reference_model.scenario import Scenario, ScenarioError
 
 # ---------------------------------------------------------------- scenario files as tests
@@ -35,6 +42,27 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         return None
     collector: ScenarioFile = ScenarioFile.from_parent(parent, path=file_path)
     return collector
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With warm clusters, play the broker items of one version and cluster configuration
+    one after another (in the slots the scenario items already had), so one running cluster
+    serves them in turn; other items keep their places."""
+    settings = config.stash.get(_SETTINGS, None)
+    if settings is None or not settings.active or settings.fresh:
+        return
+    slots = [i for i, it in enumerate(items) if isinstance(it, ScenarioItem)]
+    if len(slots) < 2:
+        return
+    mine = [items[i] for i in slots]
+    order = {v: k for k, v in enumerate(settings.versions)}
+
+    def key(it: pytest.Item) -> tuple[int, int, str]:
+        assert isinstance(it, ScenarioItem)
+        return it.reuse_key(settings.backend, order)
+
+    for i, it in zip(slots, sorted(mine, key=key), strict=True):
+        items[i] = it
 
 
 def _looks_like_scenario(path: Path) -> bool:
@@ -99,6 +127,22 @@ class ScenarioItem(pytest.Item):
         if not target.startswith("model:"):
             self.add_marker(pytest.mark.broker)
 
+    def reuse_key(self, backend: str, order: dict[str, int]) -> tuple[int, int, str]:
+        """Where a warm cluster wants this item: model items first, then by version and
+        cluster configuration (harness.generator.warm.warm_key)."""
+        if self.target.startswith("model:"):
+            return (0, 0, "")
+        from harness.generator.warm import warm_key
+        from reference_model.run import run_scenario
+
+        try:
+            version = resolve_version(self.target)
+            prediction = run_scenario(self.scenario, version.generation)
+        except Exception:  # the item itself reports it
+            return (1, order.get(self.target, 0), "~")
+        key = warm_key(self.scenario, prediction, version.name, backend, 1)
+        return (1, order.get(self.target, 0), key or "~")
+
     def runtest(self) -> None:
         if self.target.startswith("model:"):
             self._run_model(self.target.split(":", 1)[1])
@@ -140,7 +184,13 @@ class ScenarioItem(pytest.Item):
         folder = _unique(settings.out / run_id)
         self.user_properties.append((RUN_FOLDER, str(folder)))
         self.add_report_section("call", "hwchaos", f"run folder: {folder}")
-        run_on_brokers(self.scenario, version.name, settings.backend, folder, folder.name)
+        warm = warm_clusters(self.config)
+        run_on_brokers(
+            self.scenario, version.name, settings.backend, folder, folder.name, warm=warm
+        )
+        cluster = json.loads((folder / "run.json").read_text()).get("extra", {}).get("cluster")
+        if cluster:
+            self.user_properties.append(("hwchaos_cluster_reused", str(cluster.get("reused"))))
         doc = json.loads((folder / "verdict.json").read_text())
         where = f"{self.scenario.name} on Kafka {version.name} ({version.generation})"
         both = two_verdicts(doc)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from harness.db.catalogue.versions import CATALOGUE, KafkaVersion, resolve_version
 from reference_model.profiles import GENERATIONS, generation
+
+if TYPE_CHECKING:
+    from harness.generator.warm import WarmClusters
 
 RUN_FOLDER = "hwchaos_run_folder"
 DEFAULT_VERSION = "3.3.1"
@@ -48,6 +52,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "parts it gives)",
     )
     g.addoption(
+        "--hwchaos-fresh",
+        action="store_true",
+        help="a fresh cluster for every scenario item (default: items of one version and "
+        "cluster configuration reuse one running cluster per session, checked clean and "
+        "reset between them)",
+    )
+    g.addoption(
         "--hwchaos-out",
         default="hwchaos-runs",
         help="parent folder of run folders (default: ./hwchaos-runs)",
@@ -61,6 +72,7 @@ class Settings:
     backend: str
     out: Path
     fail_on_loss: bool = False
+    fresh: bool = False
 
     @property
     def active(self) -> bool:
@@ -109,13 +121,39 @@ def pytest_configure(config: pytest.Config) -> None:
         str(config.getoption("hwchaos_backend")),
         out.resolve(),
         bool(config.getoption("hwchaos_fail_on_loss")),
+        bool(config.getoption("hwchaos_fresh")),
     )
 
 
+_WARM = pytest.StashKey["WarmClusters"]()
+
+
+def warm_clusters(config: pytest.Config) -> WarmClusters | None:
+    """This session's (this worker's, under xdist) warm clusters; None with --hwchaos-fresh.
+
+    Made at the first broker item; :func:`pytest_unconfigure` closes them.
+    """
+    if _settings(config).fresh:
+        return None
+    if _WARM not in config.stash:
+        from harness.generator.warm import WarmClusters
+
+        # beside the run folders (per-process dir names, so xdist workers do not collide)
+        config.stash[_WARM] = WarmClusters(_settings(config).out / "warm-clusters")
+    return config.stash[_WARM]
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the session's warm clusters (each cluster's reaper covers a killed session),
+    then give back this worker's port range."""
     from harness.pytest_plugin.workers import release_ports
 
-    release_ports(config)
+    warm = config.stash.get(_WARM, None)
+    try:
+        if warm is not None:
+            warm.close()
+    finally:
+        release_ports(config)
 
 
 def _settings(config: pytest.Config) -> Settings:

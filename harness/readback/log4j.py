@@ -17,6 +17,7 @@ one of the state-change log's rotated names.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -100,3 +101,21 @@ def read_rotated(current: Path) -> str:
 def _join(texts: Iterable[str]) -> str:
     """One text, each file's last line ended (a killed broker can leave a torn tail)."""
     return "".join(t if not t or t.endswith("\n") else t + "\n" for t in texts)
+
+
+def without_other_topics(text: str, topic: str, family: str, partition: int = 0) -> str:
+    """``text`` less the lines naming partition ``partition`` of another topic of
+    ``family`` (``hwchaos``, ``hwchaos-1``, ...) than ``topic``.
+
+    A reused cluster (harness.generator.warm) plays each run on a new topic and deletes the
+    last one; its brokers still load and remove the renamed ``-delete`` dirs of an earlier
+    run's partition while the next one plays (after a restart, say), and a fence counting
+    lines such as ``Truncating`` must not count theirs. Lines naming no such partition stay.
+    """
+    mine = f"{topic}-{partition}"
+    named = re.compile(rf"(?<![\w.-]){re.escape(family)}(?:-\d+)?-{partition}(?![\w/])")
+    return "\n".join(
+        line
+        for line in text.splitlines()
+        if all(m.group(0) == mine for m in named.finditer(line))
+    )

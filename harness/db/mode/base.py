@@ -194,6 +194,12 @@ class Mode(ABC):
         """The failover's view of the controller election, None without a spare."""
         return None
 
+    def unexpected_controller(self, cluster: Runtime) -> str | None:
+        """One line when the active controller is not the node a fresh cluster elects
+        (a reused cluster's clean check, harness.generator.warm), else None. KRaft: any
+        member of the quorum will do."""
+        return None
+
     @abstractmethod
     def controller_nodes(self) -> list[str]:
         """The node(s) the model's ``controller`` stands for."""

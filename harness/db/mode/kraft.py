@@ -23,7 +23,7 @@ from harness.db.mode.kraft_format import (
     random_cluster_id,
 )
 from harness.db.mode.kraft_view import KRaftView
-from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.db.names import CONTROLLER, PARTITION
 from harness.db.specs import BrokerSpec, ClusterError, FenceTimeout, Runtime, TopicSpec
 from harness.protocol.wire import (
     WireError,
@@ -208,7 +208,7 @@ class KRaftMode(Mode):
             # from where the nodes run: the release tree, or the docker backend's image
             self._schemas_of = cluster.metadata_schemas()
         leader = cluster.nodes[CONTROLLER]
-        return KRaftView(leader.data_dir, self._schemas_of, leader.broker_id)
+        return KRaftView(leader.data_dir, self._schemas_of, leader.broker_id, cluster.topic)
 
     def _heartbeat(
         self, cluster: Runtime, broker_id: int, epoch: int, offset: int, want_fence: bool
@@ -307,7 +307,7 @@ class KRaftMode(Mode):
 
     def assignment(self, view: MetadataView) -> list[int]:
         assert isinstance(view, KRaftView)
-        p = view.image().partition(TOPIC, PARTITION)
+        p = view.image().partition(view.topic, PARTITION)
         if p is None:
             raise FenceTimeout("the controller has no state for the test partition")
         return list(p.replicas)
@@ -338,7 +338,7 @@ class KRaftMode(Mode):
         err, msg = self.to_controller(
             cluster,
             "ElectLeaders",
-            lambda h, p: elect_leaders(h, p, TOPIC, PARTITION, unclean),
+            lambda h, p: elect_leaders(h, p, cluster.topic, PARTITION, unclean),
         )
         return f"ElectLeaders {kind}" + (f" (error {err} {msg or ''})" if err else "")
 
@@ -359,7 +359,7 @@ class KRaftMode(Mode):
             err, msg = self.to_controller(
                 cluster,
                 "AlterPartitionReassignments",
-                lambda h, p: alter_partition_reassignments(h, p, TOPIC, PARTITION, order),
+                lambda h, p: alter_partition_reassignments(h, p, cluster.topic, PARTITION, order),
             )
             if err:
                 raise FenceTimeout(f"AlterPartitionReassignments {order}: error {err} {msg or ''}")
@@ -373,15 +373,18 @@ class KRaftMode(Mode):
         return self._elect_leaders(cluster, True)
 
 
-# Partition.makeLeader / makeFollower, per partition (KRaft and 3.x ZooKeeper brokers).
-STARTS_AT_EPOCH = re.compile(
-    rf"(?:Leader|Follower) {TOPIC}-{PARTITION} (?:with topic id \S+ )?starts at leader epoch (\d+)"
-)
+def starts_at_epoch(topic: str) -> re.Pattern[str]:
+    """Partition.makeLeader / makeFollower of ``topic``'s partition (KRaft and 3.x
+    ZooKeeper brokers); per topic, as a reused cluster plays each run on a new one."""
+    return re.compile(
+        rf"(?:Leader|Follower) {re.escape(topic)}-{PARTITION} "
+        r"(?:with topic id \S+ )?starts at leader epoch (\d+)"
+    )
 
 
 def replica_epoch(cluster: Runtime, name: str) -> int:
     """The leader epoch broker ``name``'s Partition last started at (state-change log)."""
-    found = STARTS_AT_EPOCH.findall(read_rotated(cluster.state_change_log(name)))
+    found = starts_at_epoch(cluster.topic).findall(read_rotated(cluster.state_change_log(name)))
     return int(found[-1]) if found else -1
 
 
@@ -399,7 +402,7 @@ class MetadataApplied(Decisions):
         v = self.decided()
         host, port = self.cluster.broker_address(name)
         bid = self.cluster.brokers[name].broker_id
-        seen = partition_view(host, port, TOPIC, PARTITION, bid)
+        seen = partition_view(host, port, self.cluster.topic, PARTITION, bid)
         if not (
             seen is not None
             and seen.leader == v.leader

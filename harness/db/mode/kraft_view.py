@@ -179,7 +179,10 @@ class KRaftView:
     single-controller quorum's, or the one whose log is read).
     """
 
-    def __init__(self, log_dir: Path, schemas: dict[int, Schema], controller: int) -> None:
+    def __init__(
+        self, log_dir: Path, schemas: dict[int, Schema], controller: int, topic: str = TOPIC
+    ) -> None:
+        self.topic = topic  # the run's test topic, what ``topic=None`` below means
         self.log_dir = log_dir
         self.schemas = schemas
         self.controller = controller
@@ -187,9 +190,11 @@ class KRaftView:
     def image(self) -> MetadataImage:
         return replay(read_metadata_log(self.log_dir, self.schemas))
 
-    def partition(self, topic: str = TOPIC, partition: int = PARTITION) -> PartitionView | None:
+    def partition(
+        self, topic: str | None = None, partition: int = PARTITION
+    ) -> PartitionView | None:
         img = self.image()
-        p = img.partition(topic, partition)
+        p = img.partition(topic or self.topic, partition)
         if p is None:
             return None
         return PartitionView(

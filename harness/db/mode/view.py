@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.db.names import PARTITION, TOPIC
+from harness.db.names import PARTITION
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,10 @@ class PartitionView:
 class MetadataView(Protocol):
     """Who leads, at which epoch, the ISR/ELR, which brokers are live or fenced."""
 
-    def partition(self, topic: str = TOPIC, partition: int = PARTITION) -> PartitionView | None:
-        """The partition's state, or None before the topic exists."""
+    def partition(
+        self, topic: str | None = None, partition: int = PARTITION
+    ) -> PartitionView | None:
+        """The partition's state (``topic``: default the run's), or None before it exists."""
         ...
 
     def live_brokers(self) -> tuple[int, ...]:

@@ -24,7 +24,8 @@ logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 class ZkView:
     """A short-lived read-mostly ZooKeeper client (kazoo)."""
 
-    def __init__(self, connect: str, timeout: float = 10.0) -> None:
+    def __init__(self, connect: str, timeout: float = 10.0, topic: str = TOPIC) -> None:
+        self.topic = topic  # the run's test topic, what ``topic=None`` below means
         from kazoo.client import KazooClient
 
         self._zk: Any = KazooClient(hosts=connect, timeout=timeout, read_only=False)
@@ -54,11 +55,17 @@ class ZkView:
         data, _ = self._zk.get("/controller")
         return int(json.loads(data.decode())["brokerid"])
 
-    def partition(self, topic: str = TOPIC, partition: int = PARTITION) -> PartitionView | None:
+    def partition(
+        self, topic: str | None = None, partition: int = PARTITION
+    ) -> PartitionView | None:
+        topic = topic or self.topic
         path = f"/brokers/topics/{topic}/partitions/{partition}/state"
-        if not self._zk.exists(path):
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self._zk.get(path)
+        except NoNodeError:  # not created yet, or deleted (a topic deletion) meanwhile
             return None
-        data, _ = self._zk.get(path)
         state = json.loads(data.decode())
         return PartitionView(
             leader=int(state["leader"]),
@@ -85,31 +92,36 @@ class ZkView:
             json.dumps({"version": 1, "partitions": {str(PARTITION): replica_ids}}).encode(),
         )
 
-    def assignment(self, topic: str = TOPIC, partition: int = PARTITION) -> list[int]:
+    def assignment(self, topic: str | None = None, partition: int = PARTITION) -> list[int]:
         """The partition's replica assignment in order (its head is the preferred leader)."""
+        topic = topic or self.topic
         data, _ = self._zk.get(f"/brokers/topics/{topic}")
         return [int(b) for b in json.loads(data.decode())["partitions"][str(partition)]]
 
-    def reassign(self, replicas: list[int], topic: str = TOPIC, partition: int = PARTITION) -> None:
+    def reassign(
+        self, replicas: list[int], topic: str | None = None, partition: int = PARTITION
+    ) -> None:
         """Ask the controller for a new assignment: what kafka-reassign-partitions.sh writes.
 
         ``/admin/reassign_partitions`` (version 1) is read by every ZooKeeper-mode controller,
         0.8 to 3.x (KafkaController.onPartitionReassignment); the controller deletes it when
         the reassignment is complete.
         """
+        topic = topic or self.topic
         body = {
             "version": 1,
             "partitions": [{"topic": topic, "partition": partition, "replicas": replicas}],
         }
         self._zk.create("/admin/reassign_partitions", json.dumps(body).encode(), makepath=True)
 
-    def preferred_election(self, topic: str = TOPIC, partition: int = PARTITION) -> None:
+    def preferred_election(self, topic: str | None = None, partition: int = PARTITION) -> None:
         """What kafka-preferred-replica-election.sh writes (every ZooKeeper-mode release).
 
         The controller's PreferredReplicaPartitionLeaderSelector (3.x:
         Election.leaderForPreferredReplica) elects the head of the assignment if it is live
         and in the ISR, then deletes the znode.
         """
+        topic = topic or self.topic
         body = {"version": 1, "partitions": [{"topic": topic, "partition": partition}]}
         self._zk.create(
             "/admin/preferred_replica_election", json.dumps(body).encode(), makepath=True

@@ -29,7 +29,7 @@ from harness.db.mode.base import (
     await_state,
 )
 from harness.db.mode.zk_view import ZkView
-from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.db.names import CONTROLLER, PARTITION
 from harness.db.specs import BrokerSpec, FenceTimeout, Runtime, TopicSpec
 from harness.readback.log4j import read_rotated
 
@@ -169,7 +169,7 @@ class ZooKeeperMode(Mode):
             zk.create_topic(spec.name, self.replica_ids(cluster, spec.replicas), topic_config(spec))
 
     def view(self, cluster: Runtime) -> MetadataView:
-        return ZkView(self.zk_connect(cluster))
+        return ZkView(self.zk_connect(cluster), topic=cluster.topic)
 
     def declare_dead(self, cluster: Runtime, name: str) -> bool:
         with ZkView(self.zk_connect(cluster)) as zk:
@@ -185,6 +185,14 @@ class ZooKeeperMode(Mode):
 
     def liveness_hub(self) -> list[str]:
         return [ZOOKEEPER]
+
+    def unexpected_controller(self, cluster: Runtime) -> str | None:
+        """The controller broker (started first, hosting no replica) must hold
+        ``/controller``: a scenario broker as controller changes what its faults do."""
+        want = cluster.brokers[CONTROLLER].broker_id
+        with ZkView(self.zk_connect(cluster), timeout=5.0) as zk:
+            got = zk.controller()
+        return None if got == want else f"the controller is broker {got}, not {want}"
 
     def restart_before_detect(self, can_fail_over: bool) -> str | None:
         if can_fail_over:
@@ -252,7 +260,7 @@ class ZooKeeperMode(Mode):
         host, port = cluster.broker_address(name)
         admin = AdminClient({"bootstrap.servers": f"{host}:{port}", "log_level": 0})
         fut = admin.elect_leaders(
-            ElectionType.UNCLEAN, [TopicPartition(TOPIC, PARTITION)]
+            ElectionType.UNCLEAN, [TopicPartition(cluster.topic, PARTITION)]
         )  # kwargs: SystemError (2.16.1)
         try:
             result = fut.result(timeout=30)

@@ -168,6 +168,8 @@ class Partitions(Protocol):
 
     def cuts(self) -> list[tuple[str, str]]: ...
 
+    def rules_in_place(self) -> list[str]: ...
+
     def dropped(self) -> dict[tuple[str, str], int]: ...
 
 
@@ -317,6 +319,18 @@ class LinkCuts:
                 if comment in line:
                     counts[(s, d)] = int(line.split()[0])
         return counts
+
+    def rules_in_place(self) -> list[str]:
+        """Every DROP rule of this network that iptables lists in the nodes' namespaces.
+
+        What is really there, not :meth:`cuts` (the bookkeeping): a reused cluster's clean
+        check (harness.generator.warm) must not trust the run that left it.
+        """
+        found = []
+        for node in self._addresses:
+            out = self._iptables(node, ["-S"])
+            found += [f"{node}: {line}" for line in out.splitlines() if self._tag in line]
+        return found
 
     def forget(self) -> None:
         """Drop the bookkeeping without touching rules (their namespaces are gone)."""

@@ -480,6 +480,11 @@ class RunNetwork:
         self._save_record()
         return healed
 
+    def rules_in_place(self) -> list[str]:
+        """The DROP rules iptables lists; see :meth:`LinkCuts.rules_in_place`."""
+        self._check_open()
+        return self._links.rules_in_place()
+
     def dropped(self) -> dict[tuple[str, str], int]:
         """Packets each cut has dropped so far; see :meth:`LinkCuts.dropped`."""
         self._check_open()

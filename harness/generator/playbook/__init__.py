@@ -82,7 +82,9 @@ class Playbook(
     def setup(self) -> None:
         sc = self.scenario
         order = [sc.brokers[sc.leader]] + [n for n in sc.brokers if n != sc.brokers[sc.leader]]
-        self.cluster.create_topic(TopicSpec(order, sc.min_insync, sc.unclean))
+        self.cluster.create_topic(
+            TopicSpec(order, sc.min_insync, sc.unclean, name=self.cluster.topic)
+        )
         want_isr = tuple(sorted(self.ids.values()))
         lead_id = self.ids[order[0]]
 

@@ -28,7 +28,7 @@ from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
 from harness.readback.hw import checkpointed_hw
-from harness.readback.log4j import read_rotated
+from harness.readback.log4j import read_rotated, without_other_topics
 from reference_model.events import Event
 from reference_model.run import RunResult
 from reference_model.state import PartitionState
@@ -172,17 +172,21 @@ class FetchSteps(Settling):
         lead_hw = self.leader_hw()
 
         def target() -> int:
-            lead_now = max(lead_hw, checkpointed_hw(lead_dir, TOPIC, PARTITION))
+            lead_now = max(lead_hw, checkpointed_hw(lead_dir, self.cluster.topic, PARTITION))
             return min(lead_now, self.leo(name))
 
         try:
             wait_until(
-                lambda: target() <= checkpointed_hw(log_dir, TOPIC, PARTITION) <= self.leo(name),
+                lambda: (
+                    target()
+                    <= checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
+                    <= self.leo(name)
+                ),
                 f"{name} to apply the leader's HW",
                 FETCH_WAIT_MAX_MS / 1000 + 5.0,
             )
         except FenceTimeout:
-            got = checkpointed_hw(log_dir, TOPIC, PARTITION)
+            got = checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
             return f"observed: {name}'s HW stayed {got} (leader's HW and {name}'s LEO: {target()})"
         return ""
 
@@ -204,7 +208,7 @@ class FetchSteps(Settling):
             and lead not in self.down
             and self.ids[name] in self.view().isr
         ):
-            lead_hw = checkpointed_hw(self.cluster.log_dir(lead), TOPIC, PARTITION)
+            lead_hw = checkpointed_hw(self.cluster.log_dir(lead), self.cluster.topic, PARTITION)
             leo = self.leo(name)
             if 0 <= leo <= lead_hw:
                 return (
@@ -222,12 +226,20 @@ class FetchSteps(Settling):
 
     def _truncations(self, name: str) -> int:
         """How many truncation decisions ("Truncating ...") the broker has logged."""
-        return read_rotated(self.cluster.broker_log(name)).count("Truncating")
+        return self._server_log(name).count("Truncating")
 
     def _truncated_to(self, name: str) -> list[int]:
         """The offsets the broker's logged truncations cut its log to, oldest first."""
-        text = read_rotated(self.cluster.broker_log(name))
+        text = self._server_log(name)
         return [int(a or b) for a, b in TRUNCATED_TO.findall(text)]
+
+    def _server_log(self, name: str) -> str:
+        """Broker ``name``'s server.log, less the lines of an earlier run's partition (a
+        reused cluster's brokers still remove its dirs while this run plays)."""
+        text = read_rotated(self.cluster.broker_log(name))
+        if self.cluster.topic == TOPIC:
+            return text  # a fresh cluster, or a reused one's first run: no earlier topic
+        return without_other_topics(text, self.cluster.topic, TOPIC, PARTITION)
 
     def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
@@ -324,8 +336,7 @@ class FetchSteps(Settling):
 
     def _fenced_lines(self, name: str) -> int:
         """How often ``name``'s fetcher was fenced (KIP-320, AbstractFetcherThread)."""
-        text = read_rotated(self.cluster.broker_log(name))
-        return text.count("than the current leader. Will await")
+        return self._server_log(name).count("than the current leader. Will await")
 
     def fetch_while_cut(self, k: int, name: str) -> str:
         """``fetch F`` of a follower cut from the controller: it fetches from the leader it

@@ -141,7 +141,7 @@ class ProduceSteps(Settling):
         short_lag = needs(self.scenario).short_lag
         host, port = self.cluster.broker_address(lead)
         timeout = {"timeout_ms": PRODUCE_TIMEOUT_MS} if short_lag else {}
-        fresh = Producer(f"{host}:{port}", self.scenario.acks, **timeout)
+        fresh = Producer(f"{host}:{port}", self.scenario.acks, topic=self.cluster.topic, **timeout)
         fresh.deliveries = self.producer.deliveries  # one record of every write
         self.retired.append(self.producer)
         self.producer = fresh
@@ -159,7 +159,7 @@ class ProduceSteps(Settling):
         others = [n for n in self.cluster.brokers if n != name]
         new = self._cut(both_ways((CLIENT, n) for n in others))
         host, port = self.cluster.broker_address(name)
-        pinned = Producer(f"{host}:{port}", self.scenario.acks)
+        pinned = Producer(f"{host}:{port}", self.scenario.acks, topic=self.cluster.topic)
         out = []
         try:
             for record in ev.record.split(","):

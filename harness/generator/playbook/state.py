@@ -18,7 +18,7 @@ from harness.client.producer import Producer
 from harness.db import Cluster
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode.view import PartitionView
-from harness.db.names import CONTROLLER, PARTITION, TOPIC
+from harness.db.names import CONTROLLER, PARTITION
 from harness.generator.playbook.fences import FenceTimeout, Observation, wait_until
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.nemesis import faults as nemesis
@@ -87,10 +87,15 @@ class PlaybookState:
         long enough for the short lag to drop followers behind the script.
         """
         if not needs(self.scenario).short_lag:
-            return Producer(self.cluster.bootstrap(), self.scenario.acks)
+            return Producer(self.cluster.bootstrap(), self.scenario.acks, topic=self.cluster.topic)
         lead = self.scenario.brokers[self.scenario.leader]
         host, port = self.cluster.broker_address(lead)
-        return Producer(f"{host}:{port}", self.scenario.acks, timeout_ms=PRODUCE_TIMEOUT_MS)
+        return Producer(
+            f"{host}:{port}",
+            self.scenario.acks,
+            timeout_ms=PRODUCE_TIMEOUT_MS,
+            topic=self.cluster.topic,
+        )
 
     def poll_producers(self) -> None:
         """Serve delivery reports of every producer of the run."""
@@ -141,7 +146,7 @@ class PlaybookState:
             return -1
         host, port = self.cluster.broker_address(lead)
         try:
-            return list_offsets_latest(host, port, TOPIC, PARTITION)
+            return list_offsets_latest(host, port, self.cluster.topic, PARTITION)
         except (WireError, struct.error, IndexError):  # "no answer" is the observation
             return -1
 
@@ -162,13 +167,13 @@ class PlaybookState:
         """
         log_dir = self.cluster.log_dir(name)
         if self._running(name):
-            return stable_hw(log_dir, TOPIC, PARTITION)
-        return HwReading(checkpointed_hw(log_dir, TOPIC, PARTITION), True, 0)
+            return stable_hw(log_dir, self.cluster.topic, PARTITION)
+        return HwReading(checkpointed_hw(log_dir, self.cluster.topic, PARTITION), True, 0)
 
     def hw_readings(self, names: list[str]) -> dict[str, HwReading]:
         """:meth:`hw_reading` of several brokers, the running ones waited for together."""
         running = {n: self.cluster.log_dir(n) for n in names if self._running(n)}
-        got = stable_hws(running, TOPIC, PARTITION) if running else {}
+        got = stable_hws(running, self.cluster.topic, PARTITION) if running else {}
         return {n: got[n] if n in got else self.hw_reading(n) for n in names}
 
     def consumer_read(self, name: str, role: str) -> None:
@@ -196,7 +201,7 @@ class PlaybookState:
         }
         try:
             ver = fetch_version(self.version.epoch_on_disk, kip392)
-            ans = fetch(host, port, TOPIC, PARTITION, ver, rid)
+            ans = fetch(host, port, self.cluster.topic, PARTITION, ver, rid)
             row["hw"], row["records"] = ans.high_watermark, [list(x) for x in ans.records]
             row["error"] = "" if ans.error == 0 else f"error code {ans.error}"
         except (WireError, struct.error, IndexError) as exc:

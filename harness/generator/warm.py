@@ -1,0 +1,436 @@
+"""A warm cluster: one running cluster reused run after run (issue 23, item 2).
+
+A cluster start is a third of a short run. :class:`WarmClusters` keeps the cluster of the
+last run up and plays the next run of the *same configuration* on it: the same version,
+backend, broker names, KRaft quorum size, run network and per-broker settings (the short
+``replica.lag.time.max.ms`` and ZooKeeper session of network runs are broker properties, so
+runs that need other ones need another cluster). Runs that need a spare controller broker
+(:mod:`harness.nemesis.failover`) always get a fresh cluster.
+
+Between runs (:meth:`WarmClusters.release`), after the run's logs were copied out, the
+cluster is put back as a fresh one would be: links healed, paused JVMs resumed, brokers the
+run stopped started again (and only those), the run's topic deleted, and the log files
+emptied, so no fence of the next run reads a line of this one (a halt, a truncation).
+Before a run (:func:`dirty`) the cluster is *observed*, not trusted: every node's process
+runs and is not stopped (``/proc``), no DROP rule of the run network is in any namespace,
+every broker is live for the controller, the ZooKeeper-mode controller is the controller
+broker, and no partition of an earlier run's topic is left, in the controller's metadata
+or on any broker's disk. A dirty cluster is refused in one line; the run then starts a
+fresh one and says why in ``run.json`` (``extra.cluster``).
+
+Each run on a reused cluster plays on its own topic (``hwchaos-<n>``; a fresh cluster's
+first run keeps ``hwchaos``), set as :attr:`Cluster.topic` before the playbook starts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from harness.db import Cluster, ClusterError
+from harness.db.names import TOPIC
+from harness.generator.playbook.halts import dying_line
+from harness.generator.realise import needs
+from harness.nemesis.failover import unnoticed_restarts
+from harness.readback.log4j import read_rotated
+from reference_model.run import RunResult
+from reference_model.scenario import Scenario
+
+RESET_TIMEOUT = 60.0
+"""Bound of each wait of the reset (a broker to register, the old topic to go)."""
+DELETE_STALL = 15.0
+"""After this long without the topic deleted, the brokers still holding it are restarted."""
+
+
+@dataclass
+class Reuse:
+    """What ``run.json`` says of the cluster a run played on (``extra.cluster``)."""
+
+    reused: bool  # played on a cluster an earlier run left running
+    topic: str
+    before: list[str] = field(default_factory=list)  # run ids played on it before, in order
+    why_fresh: str = ""  # why a fresh cluster, when not reused
+    reset: list[str] = field(default_factory=list)  # what was put back after this run
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def warm_key(
+    scenario: Scenario, prediction: RunResult, version_name: str, backend: str, controllers: int
+) -> str | None:
+    """The configuration a cluster must have for this run; None: only a fresh one will do.
+
+    Everything that changes what the cluster is before the first step: version, backend,
+    the broker names (ids and ports follow), the quorum size, and the run-network settings
+    of :func:`harness.generator.realise.configure` (which brokers get which properties).
+    """
+    failovers = any(
+        ev.kind == "controller_failover" for step in prediction.steps for ev in step.events
+    )
+    if failovers or unnoticed_restarts(prediction):
+        return None  # a spare controller broker and a frozen controller: not reset here
+    want = needs(scenario, prediction)
+    return json.dumps(
+        [
+            version_name,
+            backend,
+            controllers,
+            list(scenario.brokers),
+            want.network,
+            sorted(want.lag_on),
+            sorted(want.elected_lag_on),
+            sorted(want.short_session),
+        ]
+    )
+
+
+def _proc_state(pid: int) -> str:
+    """The process state letter of ``/proc/<pid>/stat`` ('T': stopped), '' if gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _observed_rules(cluster: Cluster) -> list[str]:
+    """The run network's DROP rules as iptables lists them (not the harness's bookkeeping)."""
+    net = cluster.network
+    if net is None:
+        return []
+    return list(net.rules_in_place())
+
+
+def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
+    """Why ``cluster`` cannot take another run (one line), None when it is clean.
+
+    Observed: processes and their ``/proc`` state, iptables in the namespaces, the
+    controller's metadata, the brokers' data dirs.
+    """
+    for name in cluster.nodes:
+        if not cluster.is_running(name):
+            return f"{name} is not running"
+        pid = cluster.host_pid(name)
+        if pid is not None and _proc_state(pid) in ("T", "t"):
+            return f"{name} (pid {pid}) is stopped (SIGSTOP)"
+    for name in cluster.brokers:
+        if _halted(cluster, name):
+            return f"{name} logged its halt"
+    rules = _observed_rules(cluster)
+    if rules:
+        return f"{len(rules)} DROP rule(s) left in the run network: {rules[0]}"
+    view = cluster.metadata()
+    try:
+        live = set(view.live_brokers())
+        for name, spec in cluster.brokers.items():
+            if spec.broker_id not in live:
+                return f"broker {name} (id {spec.broker_id}) is not live for the controller"
+        for topic in old_topics:
+            if view.partition(topic) is not None:
+                return f"the controller still has topic {topic} of an earlier run"
+    finally:
+        view.close()
+    wrong = cluster.mode.unexpected_controller(cluster)
+    if wrong is not None:
+        return wrong
+    for topic in old_topics:
+        for name in cluster.brokers:
+            if cluster.partition_dir(name, topic).exists():
+                return f"{name} still has {topic}'s partition dir"
+    return None
+
+
+def _wait(check: Callable[[], bool], what: str, timeout: float = RESET_TIMEOUT) -> None:
+    """A bounded wait on observable state (the reset's fences). A read that fails (a
+    znode deleted between two calls, a broker not answering yet) is retried; a
+    ClusterError from ``check`` ends the wait."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while True:
+        try:
+            if check():
+                return
+        except ClusterError:
+            raise
+        except Exception as exc:
+            last = f" (last read: {type(exc).__name__}: {exc})"
+        if time.monotonic() > deadline:
+            raise ClusterError(f"reset: {what} did not happen within {timeout:.0f}s{last}")
+        time.sleep(0.1)
+
+
+def _live(cluster: Cluster) -> set[int]:
+    view = cluster.metadata()
+    try:
+        return set(view.live_brokers())
+    finally:
+        view.close()
+
+
+def _restart(cluster: Cluster, names: list[str], done: list[str], why: str = "") -> None:
+    """Start ``names`` again (SIGKILL first if running) and wait until all are live."""
+    ids = {n: s.broker_id for n, s in cluster.brokers.items()}
+    for name in names:
+        if cluster.is_running(name):
+            cluster.signal(name, signal.SIGKILL)
+            cluster.wait_exit(name, 30)
+        # A crashed broker's registration outlives it (ZooKeeper: its session; KRaft: its
+        # heartbeat session), and a broker started meanwhile is refused (0.10: it shuts
+        # down; KRaft: DuplicateBrokerRegistrationException): end it first, as ``detect``.
+        with contextlib.suppress(Exception):
+            cluster.declare_dead(name)
+        _wait(partial(_not_live, cluster, ids[name]), f"{name}'s old registration to go")
+        cluster.start_broker(name)
+        done.append(f"restarted {name}" + (f" {why}" if why else ""))
+    cluster.expected_down.clear()
+
+    def back() -> bool:
+        gone = [n for n in cluster.brokers if not cluster.is_running(n)]
+        if gone:
+            raise ClusterError(f"reset: {', '.join(gone)} exited after the restart")
+        return set(ids.values()) <= _live(cluster)
+
+    if names:
+        _wait(back, "every broker to be live again")
+
+
+def _halted(cluster: Cluster, name: str) -> bool:
+    """Broker ``name`` logged that it exits (a halt), whether or not its JVM is gone."""
+    return dying_line(read_rotated(cluster.broker_log(name))) is not None
+
+
+def _not_live(cluster: Cluster, broker_id: int) -> bool:
+    return broker_id not in _live(cluster)
+
+
+def _delete_topic(cluster: Cluster, topic: str) -> None:
+    """DeleteTopics through the cluster's bootstrap (every ZooKeeper and KRaft version here)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap(), "log_level": 0})
+    for fut in admin.delete_topics([topic], request_timeout=30).values():
+        try:
+            fut.result(timeout=60)
+        except Exception as exc:
+            if "UNKNOWN_TOPIC" not in str(exc):
+                raise ClusterError(f"reset: deleting topic {topic}: {exc}") from None
+
+
+def _empty_logs(cluster: Cluster) -> None:
+    """Empty every node's log files in place (the JVMs append: O_APPEND writes follow the
+    new end) and remove the files rotated out of them, so the next run's fences, which read
+    whole logs (``Truncating``, a halt's dying line), see its lines alone."""
+    for name in cluster.nodes:
+        logs = cluster.workdir / name / "logs"
+        if not logs.is_dir():
+            continue
+        for f in logs.iterdir():
+            if not f.is_file():
+                continue
+            if f.name.endswith(".log") or f.name.endswith(".out"):
+                with contextlib.suppress(OSError):
+                    os.truncate(f, 0)
+            else:
+                with contextlib.suppress(OSError):
+                    f.unlink()
+
+
+def reset(cluster: Cluster, topic: str) -> list[str]:
+    """Put a cluster a run has used back as a fresh one; returns what was done.
+
+    Heal, resume, restart what the run stopped (and nothing else), delete the run's topic
+    and wait until the controller and every broker's disk no longer have it, empty the
+    logs. Raises ClusterError when the cluster does not come back (the caller closes it).
+    """
+    done: list[str] = []
+    cluster.mode.keep_alive(cluster, set())  # KRaft: the session keeper keeps nobody alive
+    if cluster.network is not None:
+        healed = cluster.network.heal()
+        if healed:
+            done.append(f"healed {len(healed)} cut link(s)")
+    for name in cluster.nodes:
+        pid = cluster.host_pid(name)
+        if pid is not None and _proc_state(pid) in ("T", "t"):
+            cluster.signal(name, signal.SIGCONT)
+            done.append(f"resumed {name}")
+    for name in list(cluster.nodes):
+        if name not in cluster.brokers and not cluster.is_running(name):
+            raise ClusterError(f"reset: {name} (not a broker) is down; a fresh cluster is needed")
+    ids = {n: s.broker_id for n, s in cluster.brokers.items()}
+    down = [n for n in cluster.brokers if not cluster.is_running(n)]
+    # a running broker the controller does not count live (its session dropped): restart it
+    if not down:
+        with contextlib.suppress(Exception):
+            _wait(lambda: set(ids.values()) <= _live(cluster), "every broker live", 5.0)
+    live = _live(cluster)
+    stale = [n for n in cluster.brokers if n not in down and ids[n] not in live]
+    # a broker that logged its halt and hangs in its shutdown hook (KAFKA-4039, before 0.11)
+    hung = [n for n in cluster.brokers if n not in down + stale and _halted(cluster, n)]
+    _restart(cluster, down, done)
+    _restart(cluster, stale, done, "(running, but not live for the controller)")
+    _restart(cluster, hung, done, "(it halted)")
+    _delete_topic(cluster, topic)
+
+    def gone() -> bool:
+        view = cluster.metadata()
+        try:
+            if view.partition(topic) is not None:
+                return False
+        finally:
+            view.close()
+        return not any(cluster.partition_dir(n, topic).exists() for n in cluster.brokers)
+
+    try:
+        _wait(gone, f"topic {topic} to be deleted", DELETE_STALL)
+    except ClusterError:
+        # A ZooKeeper-mode controller can hold replicas of live brokers as offline after
+        # the run's restarts (seen on 0.10.2.1 after kip966-last-replica-standing: "Dead
+        # Replicas ... found", "Halted deletion"); a broker's startup resumes the deletion.
+        # Restart the brokers that still have the partition (observed on disk), once.
+        stuck = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
+        _restart(cluster, stuck, done, f"(the controller had not deleted {topic} there)")
+    try:
+        _wait(gone, f"topic {topic} to be deleted")
+    except ClusterError:
+        view = cluster.metadata()
+        try:
+            state = view.partition(topic)
+        finally:
+            view.close()
+        dirs = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
+        raise ClusterError(
+            f"reset: topic {topic} not deleted within {RESET_TIMEOUT:.0f}s "
+            f"(controller: {state.describe() if state else 'gone'}; dirs on {dirs or 'none'})"
+        ) from None
+    done.append(f"deleted topic {topic}")
+    _empty_logs(cluster)
+    return done
+
+
+def reap_stale(root: Path) -> int:
+    """Remove the work dirs a killed harness left under ``root`` (its JVMs first, from
+    their ``pids.json``, should PDEATHSIG not have taken them); returns how many."""
+    from harness.db.runtime.local import kill_leftovers
+
+    if not root.is_dir():
+        return 0
+    mine = f"cluster-{os.getpid()}-"
+    n = 0
+    for d in root.glob("cluster-*"):
+        if d.is_dir() and not d.name.startswith(mine):
+            with contextlib.suppress(Exception):
+                kill_leftovers(d)
+            shutil.rmtree(d, ignore_errors=True)
+            n += 1
+    return n
+
+
+@dataclass
+class _Warm:
+    key: str
+    cluster: Cluster
+    runs: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+
+
+class WarmClusters:
+    """Running clusters kept between runs, one per configuration (:func:`warm_key`).
+
+    At most ``keep`` are kept (the least recently used is closed first): an idle cluster
+    still holds its JVMs' memory. :meth:`close` stops all of them and removes their work
+    dirs (every run copied its logs out); so does the process's exit, through ``atexit``
+    here and each cluster's own PDEATHSIG/reaper machinery when the harness is killed, as
+    for a fresh cluster.
+    """
+
+    def __init__(self, root: Path | None = None, keep: int = 1) -> None:
+        self._own_root = root is None
+        self.root = Path(tempfile.mkdtemp(prefix="hwchaos-warm-")) if root is None else root
+        self.keep = keep
+        self._warm: dict[str, _Warm] = {}
+        self._made = 0
+        self.reused = 0  # runs played on a reused cluster (benchmarks, tests)
+        atexit.register(self.close)
+
+    def workdir(self) -> Path:
+        """A new cluster's work dir, outside every run folder (it outlives the run)."""
+        self._made += 1
+        path = self.root / f"cluster-{os.getpid()}-{self._made}"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def acquire(
+        self, key: str | None, build: Callable[[Path], Cluster], run_id: str
+    ) -> tuple[Cluster, Reuse]:
+        """The cluster for a run of configuration ``key``: a clean warm one, or a new one
+        (not started) built by ``build`` in a work dir of this pool."""
+        if key is None:
+            return build(self.workdir()), Reuse(
+                False, TOPIC, why_fresh="the run needs a spare controller broker"
+            )
+        warm = self._warm.pop(key, None)
+        why = "first run of this configuration"
+        if warm is not None:
+            why = ""
+            try:
+                why = dirty(warm.cluster, warm.topics) or ""
+            except Exception as exc:  # an unreadable cluster is a dirty one
+                why = f"the clean check failed: {exc}"
+            if not why:
+                topic = f"{TOPIC}-{len(warm.runs)}"
+                warm.cluster.topic = topic
+                reuse = Reuse(True, topic, before=list(warm.runs))
+                warm.runs.append(run_id)
+                warm.topics.append(topic)
+                self._warm[key] = warm
+                self.reused += 1
+                return warm.cluster, reuse
+            why = f"refused a dirty warm cluster: {why}"
+            warm.cluster.close()
+        for other in list(self._warm)[: max(0, len(self._warm) - self.keep + 1)]:
+            self._warm.pop(other).cluster.close()
+        cluster = build(self.workdir())
+        cluster.topic = TOPIC
+        self._warm[key] = _Warm(key, cluster, [run_id], [TOPIC])
+        return cluster, Reuse(False, TOPIC, why_fresh=why)
+
+    def release(self, cluster: Cluster, reuse: Reuse) -> None:
+        """After the run (its logs copied out): reset the cluster for the next run, or
+        close it when it is not kept or does not come back."""
+        kept = next((w for w in self._warm.values() if w.cluster is cluster), None)
+        if kept is None:
+            cluster.close()
+            return
+        try:
+            reuse.reset = reset(cluster, cluster.topic)
+        except Exception as exc:
+            reuse.reset = [f"reset failed, cluster closed: {type(exc).__name__}: {exc}"]
+            self._warm.pop(kept.key, None)
+            cluster.close()
+
+    def close(self) -> None:
+        """Stop every kept cluster and remove the work dirs; idempotent."""
+        while self._warm:
+            _key, warm = self._warm.popitem()
+            warm.cluster.close()
+        for n in range(1, self._made + 1):
+            shutil.rmtree(self.root / f"cluster-{os.getpid()}-{n}", ignore_errors=True)
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> WarmClusters:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

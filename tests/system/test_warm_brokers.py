@@ -1,0 +1,235 @@
+"""A warm cluster reused across runs (harness.generator.warm), on real brokers.
+
+Two claims, each able to fail:
+
+- the clean check sees what a run leaves behind (a paused JVM, a crashed broker, a cut
+  link, an earlier run's topic) and the reset puts each back: every kind of dirt is made
+  on a real cluster, named by :func:`dirty`, then gone after :func:`reset`;
+- the catalogue on one warm cluster per version gives the verdicts of fresh clusters:
+  the scenarios that share a cluster configuration (the others start a fresh cluster
+  wherever they run) are played in the matrix's order; every run whose configuration an
+  earlier run had is played on the reused cluster (a refusal means the reset left it
+  dirty, and fails the test), and each verdict equals a fresh run's. Fresh catalogue runs
+  match the model (or stop where it predicts a prevention) on every version, so a warm
+  run with that verdict has the fresh verdict; a warm run with any other verdict is
+  played again on a fresh cluster and both must agree (verdict, lost and divergent
+  records, every replica's log). A few scenarios are compared
+  with a fresh run directly, logs included, whatever their verdict.
+
+Skips with the reason when a release tree is missing; the network parts need root.
+``HWCHAOS_WARM_VERSIONS=0.10.2.1,4.0.0`` plays the catalogue part on those versions only.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.db import BrokerUnavailable, TopicSpec
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import CATALOGUE, resolve_version
+from harness.db.runtime.linkcuts import network_available
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.process import jvms_under
+from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
+from harness.generator.warm import WarmClusters, dirty, reset, warm_key
+from harness.nemesis import faults
+from harness.trial import Trial, trial
+from reference_model.run import run_scenario
+
+pytest_plugins = ("pytester",)
+pytestmark = pytest.mark.broker
+
+# Scenarios compared with a fresh run directly on every version, logs and all: a crash and
+# restart (kip101-scenario2), a power cut of every replica, a stale HW checkpoint.
+DIRECT = ("kip101-scenario2", "power-loss-all-replicas", "stale-hw-checkpoint")
+
+
+def require(version: str) -> None:
+    try:
+        find_tree(resolve_version(version))
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def wait(check: Callable[[], object], what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"{what} within {timeout:.0f}s"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def started(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LocalCluster]:
+    version, network = request.param
+    require(version)
+    if network and network_available() is not None:
+        pytest.skip(str(network_available()))
+    cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path / "c", network=network)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()
+        assert jvms_under(tmp_path) == []
+
+
+def new_topic(cluster: LocalCluster, name: str) -> None:
+    cluster.topic = name
+    cluster.create_topic(TopicSpec(["A", "B"], 1, False, name=name))
+
+    def led() -> bool:
+        view = cluster.metadata()
+        try:
+            p = view.partition()
+            return p is not None and p.leader >= 0 and len(p.isr) == 2
+        finally:
+            view.close()
+
+    wait(led, f"topic {name} led with both replicas in sync")
+
+
+CLEAN_CASES = [("0.10.2.1", True), ("3.3.1", False), ("4.0.0", True)]
+
+
+@pytest.mark.parametrize(
+    "started", CLEAN_CASES, ids=[f"{v}{'-net' if n else ''}" for v, n in CLEAN_CASES], indirect=True
+)
+def test_the_clean_check_names_each_kind_of_dirt_and_the_reset_removes_it(
+    started: LocalCluster,
+) -> None:
+    cluster = started
+    new_topic(cluster, "hwchaos")
+    assert dirty(cluster, []) is None
+    # an earlier run's topic still there
+    assert "still has topic hwchaos" in str(dirty(cluster, ["hwchaos"]))
+    dirts: list[tuple[str, Callable[[], Any], str]] = [
+        ("pause", lambda: faults.pause(cluster, "B"), "B (pid"),
+        ("crash", lambda: faults.crash(cluster, "A"), "A is not running"),
+    ]
+    if cluster.network is not None:
+        dirts.append(("cut", lambda: cluster.network.partition("A", "B"), "DROP rule"))
+    done = ["hwchaos"]
+    for n, (what, make, said) in enumerate(dirts, start=1):
+        make()
+        why = dirty(cluster, [])
+        assert why is not None and said in why, f"{what}: the clean check said {why!r}"
+        actions = reset(cluster, cluster.topic)
+        assert f"deleted topic {cluster.topic}" in actions, actions
+        assert dirty(cluster, done) is None, f"after the reset of {what}: {dirty(cluster, done)}"
+        topic = f"hwchaos-{n}"
+        new_topic(cluster, topic)
+        done.append(topic)
+
+
+# ------------------------------------------------------------------ the catalogue
+
+
+def outcome(t: Trial) -> tuple[Any, ...]:
+    """What must be equal between a warm and a fresh run of one scenario."""
+    info, record = t.info, t.record
+    logs = {n: [r for _o, _e, r in entries] for n, entries in sorted(record.logs.items())}
+    return (info.verdict, sorted(info.lost_acked), sorted(info.divergent_offsets), logs)
+
+
+def catalogue_order(version: str) -> list[tuple[str, str]]:
+    """The catalogue's scenarios that share their cluster configuration with another, with
+    their warm keys, grouped as the matrix plays them. A scenario alone in its
+    configuration starts a fresh cluster wherever it is played: it tells nothing here."""
+    v = resolve_version(version)
+    keyed = []
+    for path in catalogue():
+        s = load_scenario(path)
+        keyed.append((s.name, warm_key(s, run_scenario(s, v.generation), v.name, "local", 1)))
+    keys = [k for _n, k in keyed]
+    shared = [(n, k) for n, k in keyed if k is not None and keys.count(k) > 1]
+    return sorted(shared, key=lambda x: (x[1], x[0]))
+
+
+# Every version by default; CI's time budget can name fewer (``make test`` sets none).
+WARM_VERSIONS = [
+    v.strip()
+    for v in (os.environ.get("HWCHAOS_WARM_VERSIONS") or ",".join(CATALOGUE)).split(",")
+    if v.strip()
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", WARM_VERSIONS)
+def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
+    version: str, tmp_path: Path
+) -> None:
+    require(version)
+    v = resolve_version(version)
+    plan = catalogue_order(version)
+    by_name = {load_scenario(p).name: load_scenario(p) for p in catalogue()}
+    warm_runs: dict[str, Trial] = {}
+    seen: set[str] = set()
+    must_reuse: list[str] = []
+
+    def say(_m: str) -> None:
+        pass
+
+    with WarmClusters(tmp_path / "warm") as pool:
+        for name, key in plan:
+            if key in seen:
+                must_reuse.append(name)
+            seen.add(key)
+            warm_runs[name] = trial(
+                by_name[name], v, "local", tmp_path / "warm-runs" / name, name, say, warm=pool
+            )
+    assert jvms_under(tmp_path) == []
+    refused = [
+        f"{n}: {warm_runs[n].record.cluster.why_fresh}"
+        for n in must_reuse
+        if not warm_runs[n].record.cluster.reused
+    ]
+    assert not refused, "runs that should have reused the cluster did not:\n" + "\n".join(refused)
+    assert must_reuse, "no scenario shares a configuration: nothing was reused"
+    differ = []
+    for name, _key in plan:
+        warm = warm_runs[name]
+        if name not in DIRECT and warm.info.verdict in ("match", "prevented"):
+            continue  # what a fresh run gives (the catalogue matches on every version)
+        fresh = trial(by_name[name], v, "local", tmp_path / "fresh-runs" / name, name, say)
+        if outcome(fresh) != outcome(warm):
+            differ.append(
+                f"{name}: warm {outcome(warm)} (reused={warm.record.cluster.reused}) "
+                f"fresh {outcome(fresh)}; folders {warm.record.folder} {fresh.record.folder}"
+            )
+    assert not differ, "\n".join(differ)
+
+
+
+# ------------------------------------------------------------------ the pytest plugin
+
+
+@pytest.mark.slow
+def test_the_plugin_reuses_one_cluster_in_a_session_and_stops_it(
+    pytester: pytest.Pytester,
+) -> None:
+    """Two scenario files of one configuration: the second item plays on the first one's
+    cluster (JUnit ``hwchaos_cluster_reused``), and no JVM outlives the session."""
+    require("0.10.2.1")
+    for name in ("kip101-scenario1", "kip101-scenario2"):
+        pytester.makefile(".yaml", **{name: (SCENARIO_DIR / f"{name}.yaml").read_text()})
+    junit = pytester.path / "junit.xml"
+    res = pytester.runpytest_subprocess(
+        "-p", "hwchaos", "--hwchaos-kafka", "0.10.2.1", f"--junitxml={junit}", "-q"
+    )
+    res.assert_outcomes(passed=2)
+    reused = {
+        c.get("name"): [
+            p.get("value") for p in c.iter("property") if p.get("name") == "hwchaos_cluster_reused"
+        ]
+        for c in ET.parse(junit).getroot().iter("testcase")
+    }
+    assert sorted(reused.values()) == [["False"], ["True"]], reused
+    assert jvms_under(pytester.path) == []
+    assert not list((pytester.path / "hwchaos-runs" / "warm-clusters").glob("cluster-*"))

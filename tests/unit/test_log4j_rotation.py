@@ -99,17 +99,18 @@ def test_replica_epoch_survives_the_hourly_rotation(
     (logs / "state-change.log").write_text(STARTS.format(e=0))
     fence = SimpleNamespace(
         cluster=SimpleNamespace(
-            state_change_log=lambda n: tmp_path / n / "logs" / "state-change.log"
+            state_change_log=lambda n: tmp_path / n / "logs" / "state-change.log",
+            topic="hwchaos",
         )
     )
-    assert replica_epoch(fence.cluster, "B") == 0  # type: ignore[arg-type]
+    assert replica_epoch(fence.cluster, "B") == 0
     rotate(logs, "state-change.log", rotated_name(tree, "state-change.log"))
     with (logs / "state-change.log").open("a") as fh:
         fh.write(FETCHERS)
-    assert replica_epoch(fence.cluster, "B") == 0  # type: ignore[arg-type]
+    assert replica_epoch(fence.cluster, "B") == 0
     with (logs / "state-change.log").open("a") as fh:  # a later epoch wins, whichever file
         fh.write(STARTS.format(e=3))
-    assert replica_epoch(fence.cluster, "B") == 3  # type: ignore[arg-type]
+    assert replica_epoch(fence.cluster, "B") == 3
 
 
 @pytest.mark.parametrize(("label", "tree"), trees(), ids=[t[0] for t in trees()])
@@ -123,8 +124,11 @@ def test_counts_do_not_drop_when_server_log_rolls(
     line = "[2026-11-26 18:59:58,001] INFO [ReplicaFetcher] Truncating partition hwchaos-0\n"
     (logs / "server.log").write_text(line * 2)
     fence = SimpleNamespace(
-        cluster=SimpleNamespace(broker_log=lambda n: tmp_path / n / "logs" / "server.log")
+        cluster=SimpleNamespace(
+            broker_log=lambda n: tmp_path / n / "logs" / "server.log", topic="hwchaos"
+        )
     )
+    fence._server_log = lambda n: FetchSteps._server_log(fence, n)  # type: ignore[arg-type]
     assert FetchSteps._truncations(fence, "B") == 2  # type: ignore[arg-type]
     rotate(logs, "server.log", rotated_name(tree, "server.log"))
     assert FetchSteps._truncations(fence, "B") == 2  # type: ignore[arg-type]

@@ -67,6 +67,16 @@ class Reuse:
         return asdict(self)
 
 
+NOT_REUSED: dict[str, str] = {
+    "2.1.1": (
+        "reuse not trusted on 2.1.1: kraft-isr-shrink-epoch played after kip966 on a reused "
+        "cluster saw B keep HW 1 for 6 s where a fresh cluster gives 2 (twice, 27 Nov 2026)"
+    ),
+}
+"""Versions whose runs always get a fresh cluster, and why: a reused cluster there gave a
+verdict a fresh one did not (tests/system/test_warm_brokers.py), not yet explained."""
+
+
 def warm_key(
     scenario: Scenario, prediction: RunResult, version_name: str, backend: str, controllers: int
 ) -> str | None:
@@ -79,8 +89,10 @@ def warm_key(
     failovers = any(
         ev.kind == "controller_failover" for step in prediction.steps for ev in step.events
     )
-    if failovers or unnoticed_restarts(prediction):
-        return None  # a spare controller broker and a frozen controller: not reset here
+    if failovers or unnoticed_restarts(prediction) or version_name in NOT_REUSED:
+        # a spare controller broker and a frozen controller: not reset here; or a version
+        # whose reuse is not trusted (NOT_REUSED)
+        return None
     want = needs(scenario, prediction)
     return json.dumps(
         [
@@ -377,7 +389,10 @@ class WarmClusters:
         (not started) built by ``build`` in a work dir of this pool."""
         if key is None:
             return build(self.workdir()), Reuse(
-                False, TOPIC, why_fresh="the run needs a spare controller broker"
+                False,
+                TOPIC,
+                why_fresh="the run needs a fresh cluster (a spare controller broker, an "
+                "unnoticed restart, or a version in warm.NOT_REUSED)",
             )
         warm = self._warm.pop(key, None)
         why = "first run of this configuration"

@@ -38,7 +38,7 @@ from harness.db.runtime.linkcuts import network_available
 from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.process import jvms_under
 from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
-from harness.generator.warm import WarmClusters, dirty, reset, warm_key
+from harness.generator.warm import NOT_REUSED, WarmClusters, dirty, reset, warm_key
 from harness.nemesis import faults
 from harness.trial import Trial, trial
 from reference_model.run import run_scenario
@@ -167,6 +167,23 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
 ) -> None:
     require(version)
     v = resolve_version(version)
+    if version in NOT_REUSED:
+        # Reuse is off there: every run must get a fresh cluster, saying why.
+        name = load_scenario(catalogue()[0]).name
+        with WarmClusters(tmp_path / "warm") as pool:
+            for k in range(2):
+                t = trial(
+                    load_scenario(catalogue()[0]),
+                    v,
+                    "local",
+                    tmp_path / f"r{k}",
+                    name,
+                    lambda _m: None,
+                    warm=pool,
+                )
+                assert not t.record.cluster.reused
+                assert "fresh cluster" in t.record.cluster.why_fresh
+        return
     plan = catalogue_order(version)
     by_name = {load_scenario(p).name: load_scenario(p) for p in catalogue()}
     warm_runs: dict[str, Trial] = {}
@@ -204,7 +221,6 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
                 f"fresh {outcome(fresh)}; folders {warm.record.folder} {fresh.record.folder}"
             )
     assert not differ, "\n".join(differ)
-
 
 
 # ------------------------------------------------------------------ the pytest plugin

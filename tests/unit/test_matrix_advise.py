@@ -58,11 +58,15 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
 ) -> None:
     out = tmp_path / "m"
     cmd = [sys.executable, "-m", "harness.cli.matrix", *SMALL, "--out", str(out)]
+    # The matrix at the lowest CPU priority and stopped the moment 20 cells are seen, then
+    # interrupted: under parallel test workers an unniced matrix once finished all its cells
+    # before the poller ran again.
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=lambda: os.nice(19),
     )
 
     @retry(
@@ -73,7 +77,9 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
 
     try:
         started()
+        proc.send_signal(signal.SIGSTOP)
         proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGCONT)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:

@@ -20,6 +20,7 @@ from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.settle import Settling
+from harness.nemesis import faults as nemesis
 from reference_model.events import Event
 
 
@@ -87,10 +88,28 @@ class IsrSteps(Settling):
                 "a caught-up follower is never out of sync from KAFKA-7152, 2.1.0)"
             ) from None
         finally:
-            for n in run_meanwhile:
-                self._hold(n)
-            if released:
-                self._hold(name)
+            # The leader stopped while the followers that ran are read and paused: its HW
+            # moved with the shrink, and a parked Fetch answered meanwhile would hand it to
+            # them inside the step (0.10.2.1 kip320-zombie-follower: A took HW 2 21-151 ms
+            # after "Shrinking ISR", while its HW was being read before its pause).
+            shield = None
+            if (
+                run_meanwhile
+                and lead not in self.down
+                and lead not in self.held
+                and lead not in self.user_paused
+                and self.cluster.is_running(lead)
+            ):
+                nemesis.pause(self.cluster, lead)
+                shield = lead
+            try:
+                for n in run_meanwhile:
+                    self._hold(n)
+                if released:
+                    self._hold(name)
+            finally:
+                if shield is not None:
+                    nemesis.resume(self.cluster, shield)
             self._uncut(new)
         self.await_acks(k)
         waited = time.perf_counter() - t0

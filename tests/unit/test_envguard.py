@@ -60,8 +60,8 @@ def test_under_xdist_each_worker_has_its_own_ports_and_the_guard_still_works(
             who = os.environ["PYTEST_XDIST_WORKER"]
             open(out, "w").write(who + " " + os.environ["HWCHAOS_PORT_RANGE"])
 
-        def test_deletes():
-            del os.environ["HWCHAOS_KAFKA_DISTS"]
+        def test_changes():  # in this subprocess only: the guard must name it
+            os.environ["HWCHAOS_KAFKA_DISTS"] = "/elsewhere"
         """
     )
     result = pytester.runpytest_subprocess(

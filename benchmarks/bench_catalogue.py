@@ -43,9 +43,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from table import bench_line
 
+from harness.checker.results import RunInfo
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
+from harness.generator.record import RunRecord
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.generator.warm import WarmClusters, warm_key
 from harness.trial import trial
@@ -69,9 +71,11 @@ class Run:
     reused: bool = False  # played on a cluster an earlier run left running
 
 
-def one(scenario: str, version: str, root: Path, warm: WarmClusters | None = None) -> Run:
+def play(
+    scenario: str, version: str, folder: Path, warm: WarmClusters | None = None
+) -> tuple[RunInfo, RunRecord]:
+    """One catalogue scenario on the local backend into ``folder`` (bench_runs uses it too)."""
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
-    folder = root / f"{scenario}__{version}"
     info, _prediction, _verdict, record = trial(
         sc,
         resolve_version(version),
@@ -81,6 +85,11 @@ def one(scenario: str, version: str, root: Path, warm: WarmClusters | None = Non
         progress=lambda _m: None,
         warm=warm,
     )
+    return info, record
+
+
+def one(scenario: str, version: str, root: Path, warm: WarmClusters | None = None) -> Run:
+    info, record = play(scenario, version, root / f"{scenario}__{version}", warm)
     timings = info.extra.get("timings", {})
     phases = {p["name"]: float(p["seconds"]) for p in timings.get("phases", [])}
     cpu = timings.get("cpu_seconds", {})

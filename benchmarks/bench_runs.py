@@ -15,12 +15,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import pyarrow.parquet as pq
-
-from harness.db.catalogue.versions import resolve_version
-from harness.generator.scenarios import SCENARIO_DIR, load_scenario
-from harness.trial import trial
+from bench_catalogue import play
 
 
 def main() -> None:
@@ -36,19 +34,11 @@ def main() -> None:
     )
     for version in args.versions.split(","):
         for name in args.scenarios.split(","):
-            sc = load_scenario(SCENARIO_DIR / f"{name}.yaml")
             times, matches, logs = [], 0, set()
             for k in range(args.repeat):
                 folder = root / f"{name}-{version}-{k}"
                 t0 = time.perf_counter()
-                info, _pred, _v, _record = trial(
-                    sc,
-                    resolve_version(version),
-                    "local",
-                    folder,
-                    folder.name,
-                    progress=lambda _m: None,
-                )
+                info, _record = play(name, version, folder)
                 times.append(time.perf_counter() - t0)
                 matches += info.model_match
                 df = pq.read_table(folder / "replicas.parquet").to_pandas()

@@ -119,7 +119,10 @@ def play(
         cluster, reuse = build(workdir), Reuse(False, TOPIC, why_fresh="fresh clusters asked for")
     else:
         key = warm_key(scenario, prediction, version.name, backend, controllers)
-        cluster, reuse = warm.acquire(key, build, run_id)
+        # the reset of the run before (deferred to here: harness.generator.warm) and the
+        # clean check are this run's time
+        with timing.recording(timings), timing.phase("cluster_reset"):
+            cluster, reuse = warm.acquire(key, build, run_id)
         workdir = cluster.workdir
     record.cluster = reuse
     recording = timing.recording(timings)
@@ -181,10 +184,9 @@ def play(
                 cluster.close()
                 record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
         else:
-            # the logs first: the reset empties them for the next run
+            # the logs first: the reset (when the next run takes the cluster) empties them
             record.files += _copy_broker_logs(workdir, folder / "logs", list(scenario.brokers))
-            with timing.phase("cluster_reset"):
-                warm.release(cluster, reuse)
+            warm.release(cluster, reuse)
         recording.__exit__(None, None, None)
     record.timings["total"] = time.perf_counter() - t0
     cpu1 = timing.cpu_seconds()

@@ -7,10 +7,14 @@ backend, broker names, KRaft quorum size, run network and per-broker settings (t
 runs that need other ones need another cluster). Runs that need a spare controller broker
 (:mod:`harness.nemesis.failover`) always get a fresh cluster.
 
-Between runs (:meth:`WarmClusters.release`), after the run's logs were copied out, the
-cluster is put back as a fresh one would be: links healed, paused JVMs resumed, brokers the
-run stopped started again (and only those), the run's topic deleted, and the log files
-emptied, so no fence of the next run reads a line of this one (a halt, a truncation).
+Between runs, after the run's logs were copied out, the cluster is put back as a fresh one
+would be (:func:`reset`): links healed, paused JVMs resumed, brokers the run stopped started
+again (and only those), the run's topic deleted, and the log files emptied, so no fence of
+the next run reads a line of this one (a halt, a truncation). The reset is made when the
+next run of the same configuration takes the cluster (:meth:`WarmClusters.acquire`), not
+when the run ends (:meth:`WarmClusters.release`): a cluster that no later run takes (the
+last run of its configuration) is closed as it is, and its reset (1-5 s: a restart, the
+topic deletion) is never paid. Its time counts in the run that needed it.
 Before a run (:func:`dirty`) the cluster is *observed*, not trusted: every node's process
 runs and is not stopped (``/proc``), no DROP rule of the run network is in any namespace,
 every broker is live for the controller, the ZooKeeper-mode controller is the controller
@@ -62,6 +66,9 @@ class Reuse:
     before: list[str] = field(default_factory=list)  # run ids played on it before, in order
     why_fresh: str = ""  # why a fresh cluster, when not reused
     reset: list[str] = field(default_factory=list)  # what was put back after this run
+    # what was put back before this run: the reset of the run before, made when this run
+    # took the cluster (WarmClusters.acquire)
+    reset_before: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -354,6 +361,7 @@ class _Warm:
     cluster: Cluster
     runs: list[str] = field(default_factory=list)
     topics: list[str] = field(default_factory=list)
+    unreset: bool = False  # the last run left its state: reset before the next run takes it
 
 
 class WarmClusters:
@@ -398,14 +406,22 @@ class WarmClusters:
         why = "first run of this configuration"
         if warm is not None:
             why = ""
-            try:
-                why = dirty(warm.cluster, warm.topics) or ""
-            except Exception as exc:  # an unreadable cluster is a dirty one
-                why = f"the clean check failed: {exc}"
+            done: list[str] = []
+            if warm.unreset:
+                try:
+                    done = reset(warm.cluster, warm.cluster.topic)
+                    warm.unreset = False
+                except Exception as exc:
+                    why = f"the reset after {warm.runs[-1]} failed: {type(exc).__name__}: {exc}"
+            if not why:
+                try:
+                    why = dirty(warm.cluster, warm.topics) or ""
+                except Exception as exc:  # an unreadable cluster is a dirty one
+                    why = f"the clean check failed: {exc}"
             if not why:
                 topic = f"{TOPIC}-{len(warm.runs)}"
                 warm.cluster.topic = topic
-                reuse = Reuse(True, topic, before=list(warm.runs))
+                reuse = Reuse(True, topic, before=list(warm.runs), reset_before=done)
                 warm.runs.append(run_id)
                 warm.topics.append(topic)
                 self._warm[key] = warm
@@ -421,18 +437,15 @@ class WarmClusters:
         return cluster, Reuse(False, TOPIC, why_fresh=why)
 
     def release(self, cluster: Cluster, reuse: Reuse) -> None:
-        """After the run (its logs copied out): reset the cluster for the next run, or
-        close it when it is not kept or does not come back."""
+        """After the run (its logs copied out): keep the cluster for the next run of its
+        configuration, which resets it first (:meth:`acquire`), or close it when it is not
+        kept."""
         kept = next((w for w in self._warm.values() if w.cluster is cluster), None)
         if kept is None:
             cluster.close()
             return
-        try:
-            reuse.reset = reset(cluster, cluster.topic)
-        except Exception as exc:
-            reuse.reset = [f"reset failed, cluster closed: {type(exc).__name__}: {exc}"]
-            self._warm.pop(kept.key, None)
-            cluster.close()
+        kept.unreset = True
+        reuse.reset = ["deferred: made when the next run of this configuration takes it"]
 
     def close(self) -> None:
         """Stop every kept cluster and remove the work dirs; idempotent."""

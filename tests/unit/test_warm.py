@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.generator.warm import warm_key
@@ -74,3 +79,76 @@ def test_the_matrix_plays_one_configurations_cells_one_after_another() -> None:
     two = {"kip101-scenario1", "kip101-scenario2"}
     three = {"power-loss-all-replicas", "kip966-last-replica-standing"}
     assert {*on_331[:2]} in (two, three) and {*on_331[2:]} in (two, three)
+
+
+class _Closed:
+    """A stand-in cluster: the pool only keeps, hands out and closes it here."""
+
+    def __init__(self) -> None:
+        self.topic = ""
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_reset_is_made_when_the_next_run_takes_the_cluster_and_never_for_the_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.generator import warm
+
+    resets: list[str] = []
+    checked: list[int] = []
+
+    def fake_reset(cluster: object, topic: str) -> list[str]:
+        resets.append(topic)
+        return [f"deleted topic {topic}"]
+
+    def fake_dirty(cluster: object, topics: list[str]) -> str | None:
+        checked.append(len(resets))  # the clean check comes after the reset
+        return None
+
+    monkeypatch.setattr(warm, "reset", fake_reset)
+    monkeypatch.setattr(warm, "dirty", fake_dirty)
+    made: list[_Closed] = []
+
+    def build(_where: Path) -> Any:
+        made.append(_Closed())
+        return made[-1]
+
+    with warm.WarmClusters(tmp_path / "w") as pool:
+        first, r1 = pool.acquire("k", build, "run1")
+        pool.release(first, r1)
+        assert resets == [] and not r1.reused and r1.reset[0].startswith("deferred")
+        second, r2 = pool.acquire("k", build, "run2")
+        assert second is first and r2.reused
+        assert resets == ["hwchaos"] and r2.reset_before == ["deleted topic hwchaos"]
+        assert checked == [1]
+        pool.release(second, r2)
+        # the next run needs another configuration: the kept cluster is closed unreset
+        other, _r3 = pool.acquire("other", build, "run3")
+        assert other is not first and first.closed and resets == ["hwchaos"]
+
+
+def test_a_reset_that_fails_when_the_cluster_is_taken_gives_a_fresh_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.db import ClusterError
+    from harness.generator import warm
+
+    def failing(cluster: object, topic: str) -> list[str]:
+        raise ClusterError("B did not come back")
+
+    monkeypatch.setattr(warm, "reset", failing)
+    monkeypatch.setattr(warm, "dirty", lambda c, t: None)
+
+    def build(_where: Path) -> Any:
+        return _Closed()
+
+    with warm.WarmClusters(tmp_path / "w") as pool:
+        first, r1 = pool.acquire("k", build, "run1")
+        pool.release(first, r1)
+        second, r2 = pool.acquire("k", build, "run2")
+        assert second is not first and getattr(first, "closed", False)
+        assert not r2.reused and "the reset after run1 failed" in r2.why_fresh
+        assert "B did not come back" in r2.why_fresh

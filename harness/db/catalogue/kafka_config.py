@@ -44,6 +44,9 @@ which the follower has the records but not yet the HW that covers them (the mode
 checkpoint its HW and pause it inside the window (harness.readback.hw), short enough that a
 produce step's wait for parked fetches to expire (playbook/produce.py) stays ~2 s."""
 REQUEST_TIMEOUT_MS = 10_000  # ZooKeeper mode; see the module docstring
+BROKER_RETRY_MS = 1000
+"""A KRaft broker's own ``broker.session.timeout.ms``: its registration and heartbeat retry
+backoff is capped at this (3.3) or half of it (4.0); see :func:`kraft_broker_properties`."""
 
 
 def broker_properties(
@@ -141,7 +144,19 @@ def kraft_controller_properties(
 def kraft_broker_properties(
     version: KafkaVersion, node_id: int, host: str, port: int, log_dir: str, voters: str
 ) -> dict[str, str]:
-    """A KRaft broker (``process.roles=broker``) with the same script-owned timers."""
+    """A KRaft broker (``process.roles=broker``) with the same script-owned timers.
+
+    ``broker.session.timeout.ms`` here is the *broker's* copy, not the session the
+    controller keeps (that one is the controller's, :func:`kraft_controller_properties`).
+    A broker reads it for two things only (``BrokerLifecycleManager``, ``BrokerServer``):
+    the cap on the backoff between its registration and heartbeat attempts (half of it
+    in 4.0, all of it in 3.3) and how long its heartbeat channel retries a request
+    before giving up. At Kafka's default (9 s) a restarted broker that the controller
+    refused while the old session lived (4.x: ``DuplicateBrokerRegistrationException``)
+    waited up to 4.5 s more after the session had lapsed (seen: refused at +0.15, +0.4,
+    +0.8, +1.6 s, lapsed, registered 0.9 s later). At :data:`BROKER_RETRY_MS` the broker
+    asks again within half a second; what the controller decides is unchanged.
+    """
     props = _common(version, log_dir)
     props.update(
         {
@@ -154,6 +169,7 @@ def kraft_broker_properties(
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "broker.heartbeat.interval.ms": "500",
+            "broker.session.timeout.ms": str(BROKER_RETRY_MS),
         }
     )
     props.update(version.broker_props)

@@ -27,6 +27,9 @@ from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.readback import tcp
 from reference_model.events import Event
 
+OFFLINE_TIMEOUT_MS = 1500
+"""``message.timeout.ms`` of a record sent while the partition is observed offline."""
+
 
 class ProduceSteps(Settling):
     """``produce`` and ``produce: {to: X}``."""
@@ -46,6 +49,8 @@ class ProduceSteps(Settling):
 
     def _produce_to_leader(self, ev: Event, note: str) -> str:
         lead_id = self.view().leader
+        if lead_id < 0:
+            return self._produce_offline(ev, note)
         if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
             wait_until(
                 lambda: self.producer.leader_id() == lead_id,
@@ -66,6 +71,43 @@ class ProduceSteps(Settling):
 
             wait_until(done, f"{record} to be acknowledged or appended", self.timeout, self._seen)
             out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+        return "; ".join(out)
+
+    def _produce_offline(self, ev: Event, note: str) -> str:
+        """A plain ``produce`` while the controller names no leader (observed offline).
+
+        Nothing can append the record: librdkafka holds it until its message timeout, the
+        playbook producer's 8 s (kip279-fast-leader-change on 3.3.1-kraft: 8.4 s of its
+        run). A producer with :data:`OFFLINE_TIMEOUT_MS` sends it instead; the outcome is
+        the same failure, sooner. Observed, not assumed: the controller's view is read
+        again after the report, and a leader elected meanwhile is named in the notes.
+        """
+        up = [n for n in self.names if n not in self.down | self.held | self.user_paused]
+        boot = ",".join("{}:{}".format(*self.cluster.broker_address(n)) for n in up)
+        short = Producer(
+            boot or self.cluster.bootstrap(),
+            self.scenario.acks,
+            timeout_ms=OFFLINE_TIMEOUT_MS,
+            topic=self.cluster.topic,
+        )
+        out = [note] if note else []
+        out.append(f"realised: no leader (offline); message.timeout.ms={OFFLINE_TIMEOUT_MS}")
+        try:
+            for record in ev.record.split(","):
+                d = short.send(record)
+
+                def answered(d: Delivery = d) -> bool:
+                    short.poll(0.05)
+                    return d.status != "pending"
+
+                wait_until(answered, f"{record} to be refused (offline)", self.timeout, self._seen)
+                self.producer.deliveries[record] = d
+                out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+        finally:
+            short.close(timeout=1.0)
+        after = self.view().leader
+        if after >= 0:
+            out.append(f"a leader ({self.by_id.get(after, after)}) was elected during the step")
         return "; ".join(out)
 
     def _parked_fetches_answered(self, target: str | None = None) -> None:

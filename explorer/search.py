@@ -42,6 +42,7 @@ from typing import Final, NamedTuple
 
 from explorer.canonical import Canonicaliser
 from explorer.fast_builders import fast_builders
+from explorer.fast_controller import fast_controller
 from explorer.fast_replace import fast_replace
 from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
@@ -51,7 +52,7 @@ from reference_model.prevention import PREVENTABLE, prevented
 from reference_model.profiles import Generation
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
-from reference_model.transitions import apply
+from reference_model.transitions import HANDLERS
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,10 @@ def explore(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with fast_builders(), fast_replace(reductions.fast_replace):
+        # With fast_replace every ``Controller._replace`` is the generated one already:
+        # recompiling the controller's rules would only add its start-up.
+        fast_ctrl = fast_controller(enabled=not reductions.fast_replace)
+        with fast_builders(), fast_ctrl, fast_replace(reductions.fast_replace):
             return _explore(
                 gen,
                 bounds,
@@ -278,6 +282,9 @@ def _explore(
     start = initial_state(cfg, 0)
     canon = Canonicaliser(bounds.replicas, red.symmetry, red.record_renaming)
     key: Callable[[PartitionState], Key] = canon.compact if red.compact_keys else canon.key
+    # Without symmetry, renaming or compact keys a state is its own key: the cache of recent
+    # concrete states below would only hash every successor a second time.
+    plain_keys = not (red.symmetry or red.record_renaming or red.compact_keys)
     # Every distinct canonical key gets an int id; links[id] = (parent id, event) or None.
     seen: dict[Key, int] = {key(start): 0}
     links: list[tuple[int, Event] | None] = [None]
@@ -295,6 +302,7 @@ def _explore(
     next_mark = 50_000
     stopped = False
     transitions = 0
+    rules = HANDLERS
 
     def report(bad: list[str], path: list[Event]) -> None:
         new_bad = [v for v in bad if v not in found]
@@ -318,41 +326,45 @@ def _explore(
                     continue
                 if ev.kind in PREVENTABLE and prevented(cfg, st, ev) is not None:
                     continue  # the version makes this step impossible (issue 9)
-                nxt = apply(cfg, st, ev)[0]
+                nxt = rules[ev.kind](cfg, st, ev)[0]  # transitions.apply, one call less
                 transitions += 1
                 if nxt is st:
                     if por and ev.kind in COMMUTING:
                         done.append(ev)
                     continue
-                # Cheap exit first: a concrete state met recently needs no canonical form.
                 # ``setdefault`` with the next free id hashes the (nested) state once: a
                 # value equal to ``fresh`` means it was not there and now provisionally is.
-                if len(recent) >= _RECENT_MAX:
-                    recent.clear()
                 fresh = len(links)
-                nid = recent.setdefault(nxt, fresh)
-                if nid == fresh:
-                    nid = seen.setdefault(key(nxt), fresh)
+                if plain_keys:
+                    nid = seen.setdefault(nxt, fresh)
+                else:
+                    # Cheap exit first: a concrete state met recently needs no canonical form.
+                    if len(recent) >= _RECENT_MAX:
+                        recent.clear()
+                    nid = recent.setdefault(nxt, fresh)
                     if nid == fresh:
-                        new_here = True
-                        links.append((k, ev))
-                        bad = judged_violations(cfg, st, nxt, settled_only)
-                        if bad:
-                            report(bad, _path(links, nid))
-                            broken.add(nid)
-                            continue  # a broken state is not extended: its successors repeat it
-                        z = _child_sleep(st, ev, sleep, done) if por else empty
-                        if por:
-                            level[nid] = len(nxt_frontier)
-                            if ev.kind in COMMUTING:
-                                done.append(ev)
-                        nxt_frontier.append((nxt, nid, z))
-                        if progress is not None and len(links) >= next_mark:
-                            next_mark += 50_000
-                            if progress(len(links), depth + 1, len(nxt_frontier)):
-                                stopped = True
-                        continue
-                    recent[nxt] = nid  # a known key: the concrete state maps to its id
+                        nid = seen.setdefault(key(nxt), fresh)
+                        if nid != fresh:
+                            recent[nxt] = nid  # a known key: the concrete state maps to its id
+                if nid == fresh:
+                    new_here = True
+                    links.append((k, ev))
+                    bad = judged_violations(cfg, st, nxt, settled_only)
+                    if bad:
+                        report(bad, _path(links, nid))
+                        broken.add(nid)
+                        continue  # a broken state is not extended: its successors repeat it
+                    z = _child_sleep(st, ev, sleep, done) if por else empty
+                    if por:
+                        level[nid] = len(nxt_frontier)
+                        if ev.kind in COMMUTING:
+                            done.append(ev)
+                    nxt_frontier.append((nxt, nid, z))
+                    if progress is not None and len(links) >= next_mark:
+                        next_mark += 50_000
+                        if progress(len(links), depth + 1, len(nxt_frontier)):
+                            stopped = True
+                    continue
                 # A state met before.
                 if nid in broken:
                     continue

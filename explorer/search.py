@@ -48,6 +48,7 @@ from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
 from explorer.symmetry_runtime import clear_cache
 from reference_model.events import CONTROLLER_NODE, ZOOKEEPER_NODE, Event
+from reference_model.kinds import KINDS
 from reference_model.prevention import PREVENTABLE, prevented
 from reference_model.profiles import Generation
 from reference_model.scenario import Scenario
@@ -120,6 +121,7 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
     The explorer's one place that generates candidate events (every search calls it).
     """
     n = len(st.replicas)
+    one = _by_replica(n)  # one["fetch"][i] is _event("fetch", i)
     ctrl = st.controller
     gen = cfg.generation
     produced = len(st.writes)
@@ -133,23 +135,23 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
             if r.role == "follower" and r.leader != NO_LEADER:
                 if b.split_fetch:
                     if st.inflight[i] is None:
-                        yield _event("fetch_request", i)
+                        yield one["fetch_request"][i]
                 else:
-                    yield _event("fetch", i)
+                    yield one["fetch"][i]
                 if r.needs_truncation and gen.epoch_truncation:
-                    yield _event("leader_epoch_request", i)
+                    yield one["leader_epoch_request"][i]
             if b.split_fetch and st.inflight[i] is not None:
-                yield _event("fetch_response", i)
+                yield one["fetch_response"][i]
             if b.checkpoints and r.checkpoint_hw != r.hw:
-                yield _event("checkpoint", i)
+                yield one["checkpoint"][i]
             if b.power_losses and r.flushed != len(r.log):
-                yield _event("flush", i)
+                yield one["flush"][i]
             if st.crashes < b.crashes:
-                yield _event("crash", i)
+                yield one["crash"][i]
             if st.power_losses < b.power_losses:
-                yield _event("power_loss", i)
+                yield one["power_loss"][i]
             if b.isr_shrink and i != ctrl.leader and i in ctrl.isr and ctrl.leader != NO_LEADER:
-                yield _event("isr_shrink", i)
+                yield one["isr_shrink"][i]
         else:
             if not r.alive:
                 for h in holds:
@@ -160,9 +162,9 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
                     if i not in h:
                         yield _event("detect", i, hold=h)
         if i in ctrl.held:
-            yield _event("leader_and_isr", i)
+            yield one["leader_and_isr"][i]
         if b.clean_shutdown and r.alive and not r.paused and st.crashes < b.crashes:
-            yield _event("clean_shutdown", i)
+            yield one["clean_shutdown"][i]
     if b.partitions:
         yield from _network_events(b, st, n)
     if b.failover and not gen.kraft and (ctrl.queued or ctrl.held):
@@ -193,6 +195,18 @@ def _network_events(b: Bounds, st: PartitionState, n: int) -> Iterator[Event]:
 
 
 _EVENTS: Final[dict[tuple[str, int, str, frozenset[int], frozenset[tuple[int, int]]], Event]] = {}
+
+
+_BY_REPLICA: Final[dict[int, dict[str, tuple[Event, ...]]]] = {}
+
+
+def _by_replica(n: int) -> dict[str, tuple[Event, ...]]:
+    """Kind -> ``_event(kind, i)`` for each replica index ``i`` (no hold, no links): the
+    alphabet's common events without building and hashing a key each time."""
+    table = _BY_REPLICA.get(n)
+    if table is None:
+        table = _BY_REPLICA[n] = {k: tuple(_event(k, i) for i in range(n)) for k in KINDS}
+    return table
 
 
 def _event(

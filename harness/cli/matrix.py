@@ -361,13 +361,17 @@ def run(args: argparse.Namespace) -> int:
         warm = WarmClusters(out / "warm-clusters")
     if warm is not None:
         pending = reuse_order(pending, args.backend)
+    keys = [None if c.model_only else cell_key(c, args.backend) for c in pending]
     try:
-        for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
+        for n, cell in enumerate(tqdm(pending, desc="cells", unit="cell", file=sys.stderr)):
             folder = root / cell.cell_id
             if cell.model_only:
                 write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
             else:
                 from harness.trial import run_on_brokers
+
+                if warm is not None and keys[n] not in keys[n + 1 :]:
+                    warm.last_run()  # no later cell has this configuration: close, no reset
 
                 ok = run_on_brokers(
                     cell.scenario, cell.target, args.backend, folder, cell.cell_id, warm=warm

@@ -165,10 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     failed = 0
     with contextlib.ExitStack() as stack:
         warm = None if warm_root is None else stack.enter_context(WarmClusters(warm_root))
-        for i in range(0, len(rest) - 2, 3):
+        for i in range(0, len(rest) - 2, 3):  # (folder, target, cell id) triples
             folder, target, cell_id = Path(rest[i]), rest[i + 1], rest[i + 2]
             _log_to(folder / "matrix.log")
             scenario = load_scenario(folder / "scenario.yaml")
+            if warm is not None and i + 3 >= len(rest):
+                warm.last_run()  # the batch's last cell: its cluster is closed, not reset
             ok = run_on_brokers(scenario, target, backend, folder, cell_id, warm=warm)
             failed += 0 if ok else 1
     return 1 if failed else 0

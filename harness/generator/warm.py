@@ -372,6 +372,7 @@ class WarmClusters:
         self.keep = keep
         self._warm: dict[str, _Warm] = {}
         self._made = 0
+        self._last = False  # the next run released is the last one on its cluster
         self.reused = 0  # runs played on a reused cluster (benchmarks, tests)
         atexit.register(self.close)
 
@@ -420,11 +421,23 @@ class WarmClusters:
         self._warm[key] = _Warm(key, cluster, [run_id], [TOPIC])
         return cluster, Reuse(False, TOPIC, why_fresh=why)
 
+    def last_run(self) -> None:
+        """Say that the next run is the last on its cluster (the caller knows: the last
+        counterexample, the last cell of a configuration or of a matrix job): its release
+        closes the cluster instead of resetting it, a reset nobody would use (up to a few
+        seconds when it restarts a broker)."""
+        self._last = True
+
     def release(self, cluster: Cluster, reuse: Reuse) -> None:
         """After the run (its logs copied out): reset the cluster for the next run, or
-        close it when it is not kept or does not come back."""
+        close it when it is not kept, no run follows (:meth:`last_run`) or it does not
+        come back."""
         kept = next((w for w in self._warm.values() if w.cluster is cluster), None)
-        if kept is None:
+        last, self._last = self._last, False
+        if kept is not None and last:
+            self._warm.pop(kept.key, None)
+            reuse.reset = ["closed, not reset: no run follows on this cluster"]
+        if kept is None or last:
             cluster.close()
             return
         try:

@@ -149,3 +149,33 @@ def test_a_matrix_job_plays_its_batch_on_one_pool_each_cell_logging_to_its_folde
         else:
             assert len(pools) == 1 and pools != {"pool=None"}, lines
             assert all(ln.endswith(f"root={warm_root}") for ln in lines)
+
+
+class _FakeCluster:
+    """Enough of a Cluster for WarmClusters' bookkeeping: it records its close."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.topic = ""
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_last_run_on_a_cluster_closes_it_instead_of_resetting_it(tmp_path: Path) -> None:
+    from harness.generator.warm import WarmClusters
+
+    with WarmClusters(tmp_path / "warm") as pool:
+        first, reuse = pool.acquire("k", _FakeCluster, "run-1")  # type: ignore[arg-type]
+        pool.last_run()
+        pool.release(first, reuse)
+        assert first.closed and reuse.reset == [
+            "closed, not reset: no run follows on this cluster"
+        ]
+        # the hint is used up: the next run is fresh, and its release tries the reset (a
+        # fake cluster cannot be reset: the pool closes it and says so)
+        second, reuse2 = pool.acquire("k", _FakeCluster, "run-2")  # type: ignore[arg-type]
+        assert second is not first and not reuse2.reused
+        pool.release(second, reuse2)
+        assert second.closed and reuse2.reset[0].startswith("reset failed")

@@ -131,7 +131,7 @@ def test_a_matrix_job_plays_its_batch_on_one_pool_each_cell_logging_to_its_folde
         "from harness.cli import matrix_jobs\n"
         "def fake(scenario, target, backend, folder, cell_id, warm=None):\n"
         "    print(f'played {cell_id} pool={id(warm) if warm else None} "
-        "root={getattr(warm, \"root\", None)}', flush=True)\n"
+        'root={getattr(warm, "root", None)}\', flush=True)\n'
         "    return True\n"
         "t.run_on_brokers = fake\n"
         "sys.exit(matrix_jobs.main(sys.argv[1:]))\n"
@@ -170,12 +170,60 @@ def test_the_last_run_on_a_cluster_closes_it_instead_of_resetting_it(tmp_path: P
         first, reuse = pool.acquire("k", _FakeCluster, "run-1")  # type: ignore[arg-type]
         pool.last_run()
         pool.release(first, reuse)
-        assert first.closed and reuse.reset == [
-            "closed, not reset: no run follows on this cluster"
-        ]
+        assert first.closed and reuse.reset == ["closed, not reset: no run follows on this cluster"]
         # the hint is used up: the next run is fresh, and its release tries the reset (a
         # fake cluster cannot be reset: the pool closes it and says so)
         second, reuse2 = pool.acquire("k", _FakeCluster, "run-2")  # type: ignore[arg-type]
         assert second is not first and not reuse2.reused
         pool.release(second, reuse2)
         assert second.closed and reuse2.reset[0].startswith("reset failed")
+
+
+class _View:
+    def __init__(self, pending: tuple[str, ...]) -> None:
+        self.pending = pending
+
+    def live_brokers(self) -> tuple[int, ...]:
+        return (1, 2)
+
+    def partition(self, topic: str | None = None, partition: int = 0) -> None:
+        return None  # the partition's state znode is gone: what the old check looked at
+
+    def pending_deletions(self) -> tuple[str, ...]:
+        return self.pending
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_clean_check_refuses_an_earlier_topics_deletion_still_pending(
+    tmp_path: Path,
+) -> None:
+    """ZooKeeper mode deletes a topic asynchronously: its partition state znode goes before
+    ``/admin/delete_topics/<topic>`` (TopicDeletionManager.completeDeleteTopic). A cluster
+    in between is not clean; another topic's pending deletion is not this pool's business."""
+    from types import SimpleNamespace
+
+    from harness.generator.warm import dirty
+
+    def cluster(pending: tuple[str, ...]) -> Any:
+        nodes = {
+            n: SimpleNamespace(broker_id=i, data_dir=tmp_path / n) for n, i in [("A", 1), ("B", 2)]
+        }
+        return SimpleNamespace(
+            nodes=nodes,
+            brokers=nodes,
+            network=None,
+            workdir=tmp_path,
+            is_running=lambda _n: True,
+            host_pid=lambda _n: None,
+            broker_log=lambda n: tmp_path / n / "server.log",
+            metadata=lambda: _View(pending),
+            mode=SimpleNamespace(unexpected_controller=lambda _c: None),
+            partition_dir=lambda n, t: tmp_path / n / f"{t}-0",
+        )
+
+    assert dirty(cluster(()), ["hwchaos"]) is None
+    assert dirty(cluster(("someone-else",)), ["hwchaos"]) is None
+    why = dirty(cluster(("hwchaos",)), ["hwchaos", "hwchaos-1"])
+    assert why == "the deletion of topic hwchaos of an earlier run is not complete"

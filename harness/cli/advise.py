@@ -523,6 +523,8 @@ def _confirm_first(
             lambda m: print(m, file=sys.stderr, flush=True),
             warm=warm,
         )
+    with contextlib.suppress(OSError):
+        (runs / "warm").rmdir()  # the pool removed its cluster's work dir; nothing left
     return {"version": version.name, **c.to_json()}
 
 

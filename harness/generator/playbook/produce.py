@@ -51,7 +51,7 @@ class ProduceSteps(Settling):
         lead_id = self.view().leader
         if lead_id < 0:
             return self._produce_offline(ev, note)
-        if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
+        if self.by_id.get(lead_id) not in self.down:
             wait_until(
                 lambda: self.producer.leader_id() == lead_id,
                 "the producer's metadata to name the current leader",

@@ -193,7 +193,8 @@ def test_ctrl_c_during_a_partition_leaves_nothing(tmp_path: Path) -> None:
 @pytest.mark.broker
 def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Path) -> None:
     """acks1-unclean-election on 3.3.1: the model predicts `isr_shrink B` (B caught up)
-    prevented by KAFKA-7152; with B cut from A for two lag times, A really keeps B."""
+    prevented by KAFKA-7152; with B cut from A for the check's window (1.5 lag + 3 s), A
+    really keeps B."""
     from harness.generator.playbook import Playbook
     from harness.generator.realise import configure
     from harness.generator.runner import make_cluster
@@ -249,3 +250,40 @@ def test_without_root_a_network_run_ends_with_one_line(
         make_cluster(resolve_version("3.3.1"), "local", ["A", "B"], tmp_path, "t", network=True)
     assert str(err.value) == "the scenario needs network partitions: network namespaces need root"
     assert not (tmp_path / "pids.json").exists()
+
+
+def test_the_prevention_windows_length_sees_an_older_broker_shrink(tmp_path: Path) -> None:
+    """The same check on 0.10.2.1, before KAFKA-7152, where a paused caught-up follower goes
+    stale by time alone: within the window (1.5 lag + 3 s) A drops B, and the check says
+    "NOT refused". A window too short for a real shrink would pass every version."""
+    from harness.generator.playbook import Playbook
+    from harness.generator.realise import configure
+    from harness.generator.runner import make_cluster
+
+    reason = network_available()
+    if reason is not None:
+        pytest.skip(reason)
+    v = resolve_version("0.10.2.1")
+    try:
+        find_tree(v)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    sc = load_scenario(str(SCENARIOS / "acks1-unclean-election.yaml"))
+    prediction = run_scenario(sc, v.generation)
+    assert getattr(prediction, "prevented", None) is None  # the model lets B fall out here
+    want = needs(sc, prediction)
+    cluster = make_cluster(v, "local", list(sc.brokers), tmp_path, "t", network=want.network)
+    configure(cluster, want)
+    try:
+        cluster.start()
+        book = Playbook(cluster, sc, v, prediction)
+        try:
+            book.setup()
+            for k, ev in enumerate(sc.steps[:3], start=1):
+                book.step(k, ev)
+            note = book.check_prevented(4, sc.steps[3], "asked by the test")
+            assert note.startswith("NOT refused: A shrank B out of the ISR"), note
+        finally:
+            book.close()
+    finally:
+        cluster.close()

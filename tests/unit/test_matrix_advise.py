@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -88,18 +89,21 @@ def test_matrix_interrupted_then_resumed_has_no_duplicate_or_missing_cell(
         return {c.name for c in cell_dirs(out) if results.is_complete(c)}
 
     # Under parallel test workers the matrix has finished every cell before the poller
-    # looked again; the experiment (not the assertions) is repeated, bounded, until one
-    # interruption lands mid-matrix.
-    for attempt in range(4):
+    # looked again; the experiment is repeated, bounded, until one interruption lands
+    # mid-matrix. If none did, the state an interruption leaves is made by hand from the
+    # last attempt (what resuming must cope with is the same): the later cells never
+    # played (their folders gone) and one cell cut before its commit marker.
+    for attempt in range(2):
         out = tmp_path / f"m{attempt}"
         done_before = interrupted(out)
         if len(done_before) < N_CELLS:
             break
     if len(done_before) == N_CELLS:
-        pytest.skip(
-            "the matrix finished every cell before it could be interrupted, 4 times (the "
-            "machine's scheduling under parallel workers; docs/ci.md)"
-        )
+        for gone in cell_dirs(out)[N_CELLS // 2 :]:
+            shutil.rmtree(gone)
+        cut = cell_dirs(out)[-1]
+        (cut / "run.json").unlink()
+        done_before = {c.name for c in cell_dirs(out) if results.is_complete(c)}
     assert 20 <= len(done_before) < N_CELLS, "the interruption must land mid-matrix"
     # A half-written cell, as a crash mid-write would leave it, is played again.
     half = out / "cells" / "kip101-scenario1__model-hw__acks1_isr1_u0_rf2_n1"

@@ -42,16 +42,18 @@ from typing import Final, NamedTuple
 
 from explorer.canonical import Canonicaliser
 from explorer.fast_builders import fast_builders
+from explorer.fast_controller import fast_controller
 from explorer.fast_replace import fast_replace
 from explorer.invariants import TRANSITION_INVARIANTS, judged_violations
 from explorer.por import COMMUTING, independent
 from explorer.symmetry_runtime import clear_cache
 from reference_model.events import CONTROLLER_NODE, ZOOKEEPER_NODE, Event
+from reference_model.kinds import KINDS
 from reference_model.prevention import PREVENTABLE, prevented
 from reference_model.profiles import Generation
 from reference_model.scenario import Scenario
 from reference_model.state import NO_LEADER, Config, PartitionState, initial_state
-from reference_model.transitions import apply
+from reference_model.transitions import HANDLERS
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
     The explorer's one place that generates candidate events (every search calls it).
     """
     n = len(st.replicas)
+    one = _by_replica(n)  # one["fetch"][i] is _event("fetch", i)
     ctrl = st.controller
     gen = cfg.generation
     produced = len(st.writes)
@@ -132,23 +135,23 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
             if r.role == "follower" and r.leader != NO_LEADER:
                 if b.split_fetch:
                     if st.inflight[i] is None:
-                        yield _event("fetch_request", i)
+                        yield one["fetch_request"][i]
                 else:
-                    yield _event("fetch", i)
+                    yield one["fetch"][i]
                 if r.needs_truncation and gen.epoch_truncation:
-                    yield _event("leader_epoch_request", i)
+                    yield one["leader_epoch_request"][i]
             if b.split_fetch and st.inflight[i] is not None:
-                yield _event("fetch_response", i)
+                yield one["fetch_response"][i]
             if b.checkpoints and r.checkpoint_hw != r.hw:
-                yield _event("checkpoint", i)
+                yield one["checkpoint"][i]
             if b.power_losses and r.flushed != len(r.log):
-                yield _event("flush", i)
+                yield one["flush"][i]
             if st.crashes < b.crashes:
-                yield _event("crash", i)
+                yield one["crash"][i]
             if st.power_losses < b.power_losses:
-                yield _event("power_loss", i)
+                yield one["power_loss"][i]
             if b.isr_shrink and i != ctrl.leader and i in ctrl.isr and ctrl.leader != NO_LEADER:
-                yield _event("isr_shrink", i)
+                yield one["isr_shrink"][i]
         else:
             if not r.alive:
                 for h in holds:
@@ -159,9 +162,9 @@ def alphabet(cfg: Config, b: Bounds, st: PartitionState) -> Iterator[Event]:
                     if i not in h:
                         yield _event("detect", i, hold=h)
         if i in ctrl.held:
-            yield _event("leader_and_isr", i)
+            yield one["leader_and_isr"][i]
         if b.clean_shutdown and r.alive and not r.paused and st.crashes < b.crashes:
-            yield _event("clean_shutdown", i)
+            yield one["clean_shutdown"][i]
     if b.partitions:
         yield from _network_events(b, st, n)
     if b.failover and not gen.kraft and (ctrl.queued or ctrl.held):
@@ -192,6 +195,18 @@ def _network_events(b: Bounds, st: PartitionState, n: int) -> Iterator[Event]:
 
 
 _EVENTS: Final[dict[tuple[str, int, str, frozenset[int], frozenset[tuple[int, int]]], Event]] = {}
+
+
+_BY_REPLICA: Final[dict[int, dict[str, tuple[Event, ...]]]] = {}
+
+
+def _by_replica(n: int) -> dict[str, tuple[Event, ...]]:
+    """Kind -> ``_event(kind, i)`` for each replica index ``i`` (no hold, no links): the
+    alphabet's common events without building and hashing a key each time."""
+    table = _BY_REPLICA.get(n)
+    if table is None:
+        table = _BY_REPLICA[n] = {k: tuple(_event(k, i) for i in range(n)) for k in KINDS}
+    return table
 
 
 def _event(
@@ -232,7 +247,10 @@ def explore(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        with fast_builders(), fast_replace(reductions.fast_replace):
+        # With fast_replace every ``Controller._replace`` is the generated one already:
+        # recompiling the controller's rules would only add its start-up.
+        fast_ctrl = fast_controller(enabled=not reductions.fast_replace)
+        with fast_builders(), fast_ctrl, fast_replace(reductions.fast_replace):
             return _explore(
                 gen,
                 bounds,
@@ -278,6 +296,9 @@ def _explore(
     start = initial_state(cfg, 0)
     canon = Canonicaliser(bounds.replicas, red.symmetry, red.record_renaming)
     key: Callable[[PartitionState], Key] = canon.compact if red.compact_keys else canon.key
+    # Without symmetry, renaming or compact keys a state is its own key: the cache of recent
+    # concrete states below would only hash every successor a second time.
+    plain_keys = not (red.symmetry or red.record_renaming or red.compact_keys)
     # Every distinct canonical key gets an int id; links[id] = (parent id, event) or None.
     seen: dict[Key, int] = {key(start): 0}
     links: list[tuple[int, Event] | None] = [None]
@@ -295,6 +316,7 @@ def _explore(
     next_mark = 50_000
     stopped = False
     transitions = 0
+    rules = HANDLERS
 
     def report(bad: list[str], path: list[Event]) -> None:
         new_bad = [v for v in bad if v not in found]
@@ -318,41 +340,45 @@ def _explore(
                     continue
                 if ev.kind in PREVENTABLE and prevented(cfg, st, ev) is not None:
                     continue  # the version makes this step impossible (issue 9)
-                nxt = apply(cfg, st, ev)[0]
+                nxt = rules[ev.kind](cfg, st, ev)[0]  # transitions.apply, one call less
                 transitions += 1
                 if nxt is st:
                     if por and ev.kind in COMMUTING:
                         done.append(ev)
                     continue
-                # Cheap exit first: a concrete state met recently needs no canonical form.
                 # ``setdefault`` with the next free id hashes the (nested) state once: a
                 # value equal to ``fresh`` means it was not there and now provisionally is.
-                if len(recent) >= _RECENT_MAX:
-                    recent.clear()
                 fresh = len(links)
-                nid = recent.setdefault(nxt, fresh)
-                if nid == fresh:
-                    nid = seen.setdefault(key(nxt), fresh)
+                if plain_keys:
+                    nid = seen.setdefault(nxt, fresh)
+                else:
+                    # Cheap exit first: a concrete state met recently needs no canonical form.
+                    if len(recent) >= _RECENT_MAX:
+                        recent.clear()
+                    nid = recent.setdefault(nxt, fresh)
                     if nid == fresh:
-                        new_here = True
-                        links.append((k, ev))
-                        bad = judged_violations(cfg, st, nxt, settled_only)
-                        if bad:
-                            report(bad, _path(links, nid))
-                            broken.add(nid)
-                            continue  # a broken state is not extended: its successors repeat it
-                        z = _child_sleep(st, ev, sleep, done) if por else empty
-                        if por:
-                            level[nid] = len(nxt_frontier)
-                            if ev.kind in COMMUTING:
-                                done.append(ev)
-                        nxt_frontier.append((nxt, nid, z))
-                        if progress is not None and len(links) >= next_mark:
-                            next_mark += 50_000
-                            if progress(len(links), depth + 1, len(nxt_frontier)):
-                                stopped = True
-                        continue
-                    recent[nxt] = nid  # a known key: the concrete state maps to its id
+                        nid = seen.setdefault(key(nxt), fresh)
+                        if nid != fresh:
+                            recent[nxt] = nid  # a known key: the concrete state maps to its id
+                if nid == fresh:
+                    new_here = True
+                    links.append((k, ev))
+                    bad = judged_violations(cfg, st, nxt, settled_only)
+                    if bad:
+                        report(bad, _path(links, nid))
+                        broken.add(nid)
+                        continue  # a broken state is not extended: its successors repeat it
+                    z = _child_sleep(st, ev, sleep, done) if por else empty
+                    if por:
+                        level[nid] = len(nxt_frontier)
+                        if ev.kind in COMMUTING:
+                            done.append(ev)
+                    nxt_frontier.append((nxt, nid, z))
+                    if progress is not None and len(links) >= next_mark:
+                        next_mark += 50_000
+                        if progress(len(links), depth + 1, len(nxt_frontier)):
+                            stopped = True
+                    continue
                 # A state met before.
                 if nid in broken:
                     continue

@@ -427,6 +427,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="play the shortest losing ordering on real brokers of --kafka",
     )
     p.add_argument("--backend", choices=["local", "docker"], default="local")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="confirm on a fresh cluster, not through a warm-cluster pool (as explore --fresh)",
+    )
     p.add_argument("--runs", default="runs", help="parent folder of the confirm run")
     p.add_argument("--json", action="store_true")
 
@@ -460,7 +465,9 @@ def run(args: argparse.Namespace) -> int:
     scenarios = out.pop("_scenarios")
     confirmation = None
     if target is not None and not isinstance(target, str):
-        confirmation = _confirm_first(scenarios, target, args.backend, Path(args.runs).resolve())
+        confirmation = _confirm_first(
+            scenarios, target, args.backend, Path(args.runs).resolve(), fresh=args.fresh
+        )
         out["confirm"] = confirmation
     if args.json:
         print(json.dumps(out, indent=2, default=str))
@@ -483,10 +490,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _confirm_first(
-    scenarios: list[Scenario], version: Any, backend: str, runs: Path
+    scenarios: list[Scenario], version: Any, backend: str, runs: Path, fresh: bool = False
 ) -> dict[str, Any]:
-    """Play the shortest losing ordering on real brokers (``explore --confirm``'s code)."""
+    """Play the shortest losing ordering on real brokers (``explore --confirm``'s code).
+
+    Through a warm-cluster pool as ``explore --confirm`` (unless ``fresh``): the run plays
+    on a cluster the pool checks and records (``run.json``'s ``extra.cluster``), and the
+    pool stops it and removes its work dir when the confirm ends."""
+    import contextlib
+
     from harness.generator import confirm
+    from harness.generator.warm import WarmClusters
     from reference_model.scenario import to_document
 
     if not scenarios:
@@ -499,9 +513,18 @@ def _confirm_first(
     f.write_text(yaml.safe_dump(to_document(sc), sort_keys=False))
     cx = confirm.Counterexample(sc.name.removeprefix("advise-"), sc, str(f))
     folder = runs / f"advise-{version.name}"
-    (c,) = confirm.confirm(
-        [cx], version, backend, folder, lambda m: print(m, file=sys.stderr, flush=True)
-    )
+    with contextlib.ExitStack() as stack:
+        warm = None if fresh else stack.enter_context(WarmClusters(runs / "warm"))
+        (c,) = confirm.confirm(
+            [cx],
+            version,
+            backend,
+            folder,
+            lambda m: print(m, file=sys.stderr, flush=True),
+            warm=warm,
+        )
+    with contextlib.suppress(OSError):
+        (runs / "warm").rmdir()  # the pool removed its cluster's work dir; nothing left
     return {"version": version.name, **c.to_json()}
 
 

@@ -188,12 +188,38 @@ def reuse_order(pending: list[Cell], backend: str) -> list[Cell]:
     def order(c: Cell) -> tuple[int, int, str]:
         if c.model_only:
             return (0, 0, "")
-        name = resolve_version(c.target).name
-        prediction = run_scenario(c.scenario, c.protocol)
-        key = warm_key(c.scenario, prediction, name, backend, 1)
-        return (1, versions[c.target], key or "~")  # "~": after every configuration
+        return (1, versions[c.target], cell_key(c, backend) or "~")  # "~": after every one
 
     return sorted(pending, key=order)
+
+
+def cell_key(c: Cell, backend: str) -> str | None:
+    """A broker cell's cluster configuration (harness.generator.warm.warm_key); None when
+    only a fresh cluster will do."""
+    prediction = run_scenario(c.scenario, c.protocol)
+    return warm_key(c.scenario, prediction, resolve_version(c.target).name, backend, 1)
+
+
+def job_batches(ordered: list[Cell], backend: str, jobs: int) -> list[list[Cell]]:
+    """``matrix --jobs N`` with warm clusters: the broker cells (in :func:`reuse_order`) cut
+    into batches, each played by one child on one warm cluster of its own.
+
+    A batch is a run of cells of one configuration, at most a 1/N share of all cells long
+    (a long configuration is split so no job plays most of the matrix alone while the
+    others wait: each piece costs one cluster start, played side by side); a cell that
+    needs a fresh cluster is a batch alone. Longest first, so the last batches to start are
+    short ones (the jobs finish together)."""
+    share = max(1, -(-len(ordered) // max(1, jobs)))
+    batches: list[list[Cell]] = []
+    last: str | None = None
+    for c in ordered:
+        key = cell_key(c, backend)
+        if key is not None and key == last and batches and len(batches[-1]) < share:
+            batches[-1].append(c)
+        else:
+            batches.append([c])
+        last = key
+    return sorted(batches, key=len, reverse=True)
 
 
 def final_table(root: Path, todo: list[Cell]) -> list[str]:
@@ -270,7 +296,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a fresh cluster for every broker cell (default: cells of one version and "
         "cluster configuration play one after another on one running cluster, checked clean "
-        "and reset between them; with --jobs > 1 every cell gets a fresh cluster)",
+        "and reset between them; with --jobs > 1 each job keeps warm clusters of its own)",
     )
     p.add_argument(
         "--fail-on-loss",
@@ -310,31 +336,42 @@ def run(args: argparse.Namespace) -> int:
     )
     failures = 0
     broker_cells = [c for c in pending if not c.model_only]
+    if not args.fresh:
+        # beside the cells; what a killed matrix left there goes first (before any job
+        # starts: a job's own pool never reaps, its siblings' clusters share the folder)
+        reap_stale(out / "warm-clusters")
     if jobs > 1 and len(broker_cells) > 1:
         bar = tqdm(total=len(broker_cells), desc=f"cells ({jobs} jobs)", unit="cell",
                    file=sys.stderr)  # fmt: skip
+        if args.fresh:
+            batches = [[c] for c in broker_cells]
+        else:
+            batches = job_batches(reuse_order(broker_cells, args.backend), args.backend, jobs)
         failures += run_parallel(
-            [(c.scenario, c.target, root / c.cell_id, c.cell_id) for c in broker_cells],
+            [[(c.scenario, c.target, root / c.cell_id, c.cell_id) for c in b] for b in batches],
             jobs,
             args.backend,
             lambda _cell, _ok: bar.update(1),
+            warm_root=None if args.fresh else out / "warm-clusters",
         )
         bar.close()
         pending = [c for c in pending if c.model_only]
     warm = None
     if not args.fresh:
-        # beside the cells; what a killed matrix left there goes first
-        reap_stale(out / "warm-clusters")
         warm = WarmClusters(out / "warm-clusters")
     if warm is not None:
         pending = reuse_order(pending, args.backend)
+    keys = [None if c.model_only else cell_key(c, args.backend) for c in pending]
     try:
-        for cell in tqdm(pending, desc="cells", unit="cell", file=sys.stderr):
+        for n, cell in enumerate(tqdm(pending, desc="cells", unit="cell", file=sys.stderr)):
             folder = root / cell.cell_id
             if cell.model_only:
                 write_model_run(folder, cell.scenario, cell.protocol, cell.cell_id)
             else:
                 from harness.trial import run_on_brokers
+
+                if warm is not None and keys[n] not in keys[n + 1 :]:
+                    warm.last_run()  # no later cell has this configuration: close, no reset
 
                 ok = run_on_brokers(
                     cell.scenario, cell.target, args.backend, folder, cell.cell_id, warm=warm

@@ -367,6 +367,8 @@ def confirm(
             f"({backend}) -> {folder}"
         )
         t0 = time.perf_counter()
+        if warm is not None and i == total:
+            warm.last_run()  # no counterexample follows: close its cluster, no reset
         info, _prediction, verdict, _record = trial(
             sc,
             version,

@@ -15,8 +15,9 @@ Before a run (:func:`dirty`) the cluster is *observed*, not trusted: every node'
 runs and is not stopped (``/proc``), no DROP rule of the run network is in any namespace,
 every broker is live for the controller, the ZooKeeper-mode controller is the controller
 broker, and no partition of an earlier run's topic is left, in the controller's metadata
-or on any broker's disk. A dirty cluster is refused in one line; the run then starts a
-fresh one and says why in ``run.json`` (``extra.cluster``).
+(nor its deletion pending in ``/admin/delete_topics``) or on any broker's disk. A dirty
+cluster is refused in one line; the run then starts a fresh one and says why in
+``run.json`` (``extra.cluster``).
 
 Each run on a reused cluster plays on its own topic (``hwchaos-<n>``; a fresh cluster's
 first run keeps ``hwchaos``), set as :attr:`Cluster.topic` before the playbook starts.
@@ -67,14 +68,10 @@ class Reuse:
         return asdict(self)
 
 
-NOT_REUSED: dict[str, str] = {
-    "2.1.1": (
-        "reuse not trusted on 2.1.1: kraft-isr-shrink-epoch played after kip966 on a reused "
-        "cluster saw B keep HW 1 for 6 s where a fresh cluster gives 2 (twice, 27 Nov 2026)"
-    ),
-}
+NOT_REUSED: dict[str, str] = {}
 """Versions whose runs always get a fresh cluster, and why: a reused cluster there gave a
-verdict a fresh one did not (tests/system/test_warm_brokers.py), not yet explained."""
+verdict a fresh one did not (tests/system/test_warm_brokers.py), not yet explained. None
+today (2.1.1 was, until the cause was found: docs/warm-cluster.md)."""
 
 
 def warm_key(
@@ -151,6 +148,9 @@ def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
         for topic in old_topics:
             if view.partition(topic) is not None:
                 return f"the controller still has topic {topic} of an earlier run"
+        pending = [t for t in view.pending_deletions() if t in old_topics]
+        if pending:
+            return f"the deletion of topic {pending[0]} of an earlier run is not complete"
     finally:
         view.close()
     wrong = cluster.mode.unexpected_controller(cluster)
@@ -297,7 +297,7 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
     def gone() -> bool:
         view = cluster.metadata()
         try:
-            if view.partition(topic) is not None:
+            if view.partition(topic) is not None or topic in view.pending_deletions():
                 return False
         finally:
             view.close()
@@ -372,6 +372,7 @@ class WarmClusters:
         self.keep = keep
         self._warm: dict[str, _Warm] = {}
         self._made = 0
+        self._last = False  # the next run released is the last one on its cluster
         self.reused = 0  # runs played on a reused cluster (benchmarks, tests)
         atexit.register(self.close)
 
@@ -420,11 +421,23 @@ class WarmClusters:
         self._warm[key] = _Warm(key, cluster, [run_id], [TOPIC])
         return cluster, Reuse(False, TOPIC, why_fresh=why)
 
+    def last_run(self) -> None:
+        """Say that the next run is the last on its cluster (the caller knows: the last
+        counterexample, the last cell of a configuration or of a matrix job): its release
+        closes the cluster instead of resetting it, a reset nobody would use (up to a few
+        seconds when it restarts a broker)."""
+        self._last = True
+
     def release(self, cluster: Cluster, reuse: Reuse) -> None:
         """After the run (its logs copied out): reset the cluster for the next run, or
-        close it when it is not kept or does not come back."""
+        close it when it is not kept, no run follows (:meth:`last_run`) or it does not
+        come back."""
         kept = next((w for w in self._warm.values() if w.cluster is cluster), None)
-        if kept is None:
+        last, self._last = self._last, False
+        if kept is not None and last:
+            self._warm.pop(kept.key, None)
+            reuse.reset = ["closed, not reset: no run follows on this cluster"]
+        if kept is None or last:
             cluster.close()
             return
         try:

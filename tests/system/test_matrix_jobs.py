@@ -1,5 +1,6 @@
 """``matrix --jobs 2`` reaches the same verdicts as a serial matrix, cell by cell, with each
-cell in its own process, ports and folder, and leaves no JVM behind."""
+job in its own process, ports and folder, the cells of one configuration on one job's warm
+cluster, and leaves no JVM behind."""
 
 from __future__ import annotations
 
@@ -28,6 +29,14 @@ def _verdicts(out: Path) -> dict[str, tuple[str, bool, list[str]]]:
     return found
 
 
+def _cluster(out: Path, cell: str) -> dict[str, object]:
+    """run.json's ``extra.cluster`` (harness.generator.warm.Reuse) of one cell."""
+    extra: dict[str, dict[str, object]] = json.loads(
+        (out / "cells" / cell / "run.json").read_text()
+    )["extra"]
+    return extra["cluster"]
+
+
 def test_parallel_matrix_gives_the_serial_verdicts(tmp_path: Path) -> None:
     try:
         find_tree(resolve_version(VERSION))
@@ -42,8 +51,16 @@ def test_parallel_matrix_gives_the_serial_verdicts(tmp_path: Path) -> None:
     assert matrix.main(["--out", str(parallel), "--jobs", "2", *common]) == 0
     one, two = _verdicts(serial), _verdicts(parallel)
     assert len(one) == len(SCENARIOS) and one == two
-    # each parallel cell ran in a child that logged to its own folder, with ports of its slot
-    logs = [(parallel / "cells" / c / "matrix.log").read_text() for c in two]
-    assert all("starting local cluster" in log for log in logs)
+    # each parallel cell ran in a child that logged to its own folder, with ports of its slot;
+    # the two cells of one configuration (kip101-scenario1/2) shared one job's warm cluster
+    logs = {c: (parallel / "cells" / c / "matrix.log").read_text() for c in two}
+    reused = {c: _cluster(parallel, c)["reused"] for c in two}
+    assert sorted(reused.values()) == [False, False, True], reused
+    for c, log in logs.items():
+        said = "reusing the local cluster" if reused[c] else "starting local cluster"
+        assert said in log, f"{c}: {log[-2000:]}"
+    # a serial matrix reuses as much: the parallel one loses no reuse to its jobs
+    assert sorted(_cluster(serial, c)["reused"] for c in one) == [False, False, True]
+    assert not list((parallel / "warm-clusters").glob("cluster-*"))  # every pool closed
     left = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True)
     assert "java" not in left.stdout

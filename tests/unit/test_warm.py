@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.generator.warm import warm_key
@@ -74,3 +79,151 @@ def test_the_matrix_plays_one_configurations_cells_one_after_another() -> None:
     two = {"kip101-scenario1", "kip101-scenario2"}
     three = {"power-loss-all-replicas", "kip966-last-replica-standing"}
     assert {*on_331[:2]} in (two, three) and {*on_331[2:]} in (two, three)
+
+
+def _cell(name: str, target: str) -> Any:
+    from harness.cli.matrix import Cell
+
+    return Cell(load_scenario(SCENARIO_DIR / f"{name}.yaml"), target, "1", 1, False, 2, 1)
+
+
+def test_matrix_jobs_play_one_configurations_cells_in_batches_each_on_one_warm_pool() -> None:
+    from harness.cli.matrix import cell_key, job_batches, reuse_order
+
+    two = ["kip101-scenario1", "kip101-scenario2", "kip279-fast-leader-change"]
+    three = ["power-loss-all-replicas", "kip966-last-replica-standing"]
+    given = [_cell(n, "3.3.1") for n in [*two, *three, "controller-failover-missed-change"]]
+    given += [_cell(n, "0.10.2.1") for n in two]
+    batches = job_batches(reuse_order(given, "local"), "local", 2)
+    played = [c.cell_id for b in batches for c in b]
+    assert sorted(played) == sorted(c.cell_id for c in given)  # every cell once
+    for b in batches:
+        keys = {cell_key(c, "local") for c in b}
+        assert len(keys) == 1, f"a batch mixes configurations: {[c.cell_id for c in b]}"
+        assert len(b) <= 5  # at most a 1/2 share of the 9 cells
+        if keys == {None}:
+            assert len(b) == 1  # a cell that needs a fresh cluster is a batch alone
+    assert [len(b) for b in batches] == sorted((len(b) for b in batches), reverse=True)
+    names = {frozenset(c.scenario.name for c in b) for b in batches if len(b) > 1}
+    assert frozenset(two) in names and frozenset(three) in names
+    # one job: nothing split; many jobs: a configuration is cut into shares
+    assert max(len(b) for b in job_batches(reuse_order(given, "local"), "local", 1)) == 3
+    assert max(len(b) for b in job_batches(reuse_order(given, "local"), "local", 9)) == 1
+
+
+def test_a_matrix_job_plays_its_batch_on_one_pool_each_cell_logging_to_its_folder(
+    tmp_path: Path,
+) -> None:
+    """The child's side of a batch (harness.cli.matrix_jobs.main), run in a subprocess with
+    the trial replaced: every cell gets the same warm pool, rooted where the matrix said,
+    and its own matrix.log; without --warm, none."""
+    from harness.cli.matrix_jobs import cell_command
+
+    cells = []
+    for n in ("kip101-scenario1", "kip101-scenario2"):
+        folder = tmp_path / n
+        folder.mkdir()
+        (folder / "scenario.yaml").write_text((SCENARIO_DIR / f"{n}.yaml").read_text())
+        cells.append((folder, "3.3.1", n))
+    shim = tmp_path / "shim.py"
+    shim.write_text(
+        "import sys, harness.trial as t\n"
+        "from harness.cli import matrix_jobs\n"
+        "def fake(scenario, target, backend, folder, cell_id, warm=None):\n"
+        "    print(f'played {cell_id} pool={id(warm) if warm else None} "
+        'root={getattr(warm, "root", None)}\', flush=True)\n'
+        "    return True\n"
+        "t.run_on_brokers = fake\n"
+        "sys.exit(matrix_jobs.main(sys.argv[1:]))\n"
+    )
+    for warm_root in (tmp_path / "warm-clusters", None):
+        cmd = cell_command(cells, "local", warm_root)
+        assert cmd[1:3] == ["-m", "harness.cli.matrix_jobs"]
+        res = subprocess.run([sys.executable, str(shim), *cmd[3:]], capture_output=True)
+        assert res.returncode == 0, res.stderr.decode()
+        lines = [(f / "matrix.log").read_text().splitlines()[-1] for f, _t, _i in cells]
+        assert [ln.split()[1] for ln in lines] == ["kip101-scenario1", "kip101-scenario2"]
+        pools = {ln.split()[2] for ln in lines}
+        if warm_root is None:
+            assert pools == {"pool=None"}
+        else:
+            assert len(pools) == 1 and pools != {"pool=None"}, lines
+            assert all(ln.endswith(f"root={warm_root}") for ln in lines)
+
+
+class _FakeCluster:
+    """Enough of a Cluster for WarmClusters' bookkeeping: it records its close."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.topic = ""
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_last_run_on_a_cluster_closes_it_instead_of_resetting_it(tmp_path: Path) -> None:
+    from harness.generator.warm import WarmClusters
+
+    with WarmClusters(tmp_path / "warm") as pool:
+        first, reuse = pool.acquire("k", _FakeCluster, "run-1")  # type: ignore[arg-type]
+        pool.last_run()
+        pool.release(first, reuse)
+        assert first.closed and reuse.reset == ["closed, not reset: no run follows on this cluster"]
+        # the hint is used up: the next run is fresh, and its release tries the reset (a
+        # fake cluster cannot be reset: the pool closes it and says so)
+        second, reuse2 = pool.acquire("k", _FakeCluster, "run-2")  # type: ignore[arg-type]
+        assert second is not first and not reuse2.reused
+        pool.release(second, reuse2)
+        assert second.closed and reuse2.reset[0].startswith("reset failed")
+
+
+class _View:
+    def __init__(self, pending: tuple[str, ...]) -> None:
+        self.pending = pending
+
+    def live_brokers(self) -> tuple[int, ...]:
+        return (1, 2)
+
+    def partition(self, topic: str | None = None, partition: int = 0) -> None:
+        return None  # the partition's state znode is gone: what the old check looked at
+
+    def pending_deletions(self) -> tuple[str, ...]:
+        return self.pending
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_clean_check_refuses_an_earlier_topics_deletion_still_pending(
+    tmp_path: Path,
+) -> None:
+    """ZooKeeper mode deletes a topic asynchronously: its partition state znode goes before
+    ``/admin/delete_topics/<topic>`` (TopicDeletionManager.completeDeleteTopic). A cluster
+    in between is not clean; another topic's pending deletion is not this pool's business."""
+    from types import SimpleNamespace
+
+    from harness.generator.warm import dirty
+
+    def cluster(pending: tuple[str, ...]) -> Any:
+        nodes = {
+            n: SimpleNamespace(broker_id=i, data_dir=tmp_path / n) for n, i in [("A", 1), ("B", 2)]
+        }
+        return SimpleNamespace(
+            nodes=nodes,
+            brokers=nodes,
+            network=None,
+            workdir=tmp_path,
+            is_running=lambda _n: True,
+            host_pid=lambda _n: None,
+            broker_log=lambda n: tmp_path / n / "server.log",
+            metadata=lambda: _View(pending),
+            mode=SimpleNamespace(unexpected_controller=lambda _c: None),
+            partition_dir=lambda n, t: tmp_path / n / f"{t}-0",
+        )
+
+    assert dirty(cluster(()), ["hwchaos"]) is None
+    assert dirty(cluster(("someone-else",)), ["hwchaos"]) is None
+    why = dirty(cluster(("hwchaos",)), ["hwchaos", "hwchaos-1"])
+    assert why == "the deletion of topic hwchaos of an earlier run is not complete"

@@ -212,6 +212,9 @@ class KRaftView:
     def live_brokers(self) -> tuple[int, ...]:
         return self.image().live()
 
+    def pending_deletions(self) -> tuple[str, ...]:
+        return ()  # a TopicRecord's removal is one record: no deletion in progress to see
+
     def broker_epoch(self, broker_id: int) -> int | None:
         b = self.image().brokers.get(broker_id)
         return None if b is None else b.epoch

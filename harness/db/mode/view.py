@@ -55,6 +55,11 @@ class MetadataView(Protocol):
         """Broker ids the controller considers alive (registered, unfenced)."""
         ...
 
+    def pending_deletions(self) -> tuple[str, ...]:
+        """Topics whose deletion was asked for and is not complete (ZooKeeper mode's
+        ``/admin/delete_topics``, an asynchronous deletion; KRaft deletes in one record)."""
+        ...
+
     def close(self) -> None:
         """Release connections; idempotent."""
         ...

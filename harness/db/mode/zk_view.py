@@ -49,6 +49,16 @@ class ZkView:
             return ()
         return tuple(sorted(int(x) for x in self._zk.get_children("/brokers/ids")))
 
+    def pending_deletions(self) -> tuple[str, ...]:
+        """``/admin/delete_topics``: the controller removes a topic's node there last, once
+        every replica stopped and deleted it (TopicDeletionManager.completeDeleteTopic)."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            return tuple(sorted(self._zk.get_children("/admin/delete_topics")))
+        except NoNodeError:
+            return ()
+
     def controller(self) -> int:
         if not self._zk.exists("/controller"):
             return -1

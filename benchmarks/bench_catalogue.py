@@ -41,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fences import fence_table
+from fence_table import table_of
 from table import bench_line
 
 from harness.checker.results import RunInfo
@@ -208,8 +208,9 @@ def main() -> None:
                      f"<= {TARGET_ALL:.0f} s", met))  # fmt: skip
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(bench_line("load average (1, 5, 15 min) at the end", load, "", None, None))
+    # Where the time went, every version's runs together (benchmarks/fence_table.py).
     print(f"run folders: {root}", file=sys.stderr)
-    print("\n".join(fence_table([root])), file=sys.stderr)
+    print("\n".join(table_of([root]).lines()), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ changed must fail at exactly that step, naming the replica and both values.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,6 +102,23 @@ def test_stable_hws_waits_for_each_broker_in_one_loop(tmp_path: Path) -> None:
     assert (r["A"].hw, r["A"].stable) == (2, True)
     assert (r["B"].hw, r["B"].stable) == (6, True)
     assert (r["C"].hw, r["C"].stable, r["C"].writes) == (9, False, 0)
+
+
+def test_stable_hws_runs_meanwhile_once_after_noting_the_current_writes(tmp_path: Path) -> None:
+    """``meanwhile`` (the observation's wire reads) runs once, after the files' current
+    writes are noted: a write made while it runs is a fresh one, and one fresh write alone
+    is not a stable reading."""
+    write_offset_checkpoint(tmp_path / CKPT, {("hwchaos", 0): 0})
+    calls: list[int] = []
+
+    def meanwhile() -> None:
+        calls.append(1)
+        time.sleep(0.01)  # a new inode and mtime for the write below
+        write_offset_checkpoint(tmp_path / CKPT, {("hwchaos", 0): 7})
+
+    r = stable_hws({"A": tmp_path}, "hwchaos", 0, timeout=0.3, meanwhile=meanwhile)
+    assert calls == [1]
+    assert (r["A"].hw, r["A"].stable, r["A"].writes) == (7, False, 1)
 
 
 def _kip101() -> tuple[list[str], list[list[int]], list[Obs]]:

@@ -87,3 +87,14 @@ def test_unreadable_or_listenerless_process_cannot_tell() -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_parse_table_keeps_only_the_given_inodes() -> None:
+    head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
+    row = (
+        "   {n}: 0100007F:2382 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0"
+        "        0 {inode} 1 0000000000000000 20 4 30 10 -1\n"
+    )
+    text = head + row.format(n=0, inode=11) + row.format(n=1, inode=12)
+    assert [s.inode for s in tcp.parse_table(text)] == [11, 12]
+    assert [s.inode for s in tcp.parse_table(text, {12})] == [12]

@@ -61,3 +61,30 @@ def test_to_json_and_the_report_section_name_the_slowest_fence() -> None:
     line = timing.summary(doc, 12.34)
     assert line.startswith("took 12.3s: cluster start 0.0s, steps 0.0s, stop 0.0s")
     assert line.endswith("slowest fence: step 10: A to register (4.2s)")
+
+
+def test_a_fence_polls_soon_then_every_100_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """wait_until polls again after 10 ms, doubling to 100 ms (fences.POLL_FIRST/POLL_MAX):
+    a fence reached a few ms after the step's action does not wait for a 100 ms tick."""
+    import time
+
+    naps: list[float] = []
+    monkeypatch.setattr(time, "sleep", naps.append)  # tenacity's nap: record, do not sleep
+    calls = iter([False] * 7 + [True])
+    assert wait_until(lambda: next(calls), "the seventh poll", 5.0) is True
+    assert naps == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.1, 0.1, 0.1])
+
+
+def test_holds_for_counts_wall_time_not_polls() -> None:
+    """fences.HoldsFor: a condition counts once it held for its seconds; polls 10 ms apart
+    do not make 0.1 s, and a False in between starts over."""
+    from harness.generator.playbook.fences import HoldsFor
+
+    now = [0.0]
+    h = HoldsFor(0.1, clock=lambda: now[0])
+    seen = []
+    for t, cond in [(0.0, True), (0.01, True), (0.03, True), (0.05, False), (0.07, True),
+                    (0.12, True), (0.17, True)]:  # fmt: skip
+        now[0] = t
+        seen.append(h(cond))
+    assert seen == [False, False, False, False, False, False, True]

@@ -24,7 +24,7 @@ from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.dispatch import plays
-from harness.generator.playbook.fences import FenceTimeout, wait_until
+from harness.generator.playbook.fences import FenceTimeout, HoldsFor, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
 from harness.readback.hw import checkpointed_hw
@@ -44,6 +44,11 @@ TRUNCATED_TO = re.compile(
     r"Truncating (?:log \S+ |partition \S+ )?to (?:offset |local high watermark )?(\d+)"
     r"|Truncating partition \S+ with TruncationState\(offset=(\d+)"
 )
+
+
+DIVERGENT_HOLDS = 0.1
+"""Seconds a truncated follower's log must stay divergent at the leader's length before its
+fetch round counts as done (what two polls 100 ms apart gave before fences polled faster)."""
 
 
 class FetchSteps(Settling):
@@ -279,18 +284,18 @@ class FetchSteps(Settling):
         if lead is None or lead in self.down or lead == name:
             return
 
-        stable = [0]
+        divergent = HoldsFor(DIVERGENT_HOLDS)
 
         def done() -> bool:
             # The truncation count is read before the logs, and a divergent-but-equal-length
-            # outcome must hold on two polls in a row: Kafka logs "Truncating ..." before it
-            # cuts the log and fetches on, so one read can fall between the two.
+            # outcome must hold for DIVERGENT_HOLDS seconds: Kafka logs "Truncating ..."
+            # before it cuts the log and fetches on, so one read can fall between the two.
             if self.gone(name):
                 return True  # it exited (a halt): the step records it, nothing to wait for
             truncated = self._truncations(name) > truncations_before
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
-                stable[0] = 0
+                divergent(False)
                 return False
             if [r for _, _, r in mine] == [r for _, _, r in theirs]:
                 return True
@@ -301,8 +306,7 @@ class FetchSteps(Settling):
                 # epoch without what it had, e.g. after an unnoticed restart): the leader's
                 # end offset for that epoch is the follower's LEO, so no truncation comes.
                 return True
-            stable[0] = stable[0] + 1 if truncated else 0
-            return stable[0] >= 2
+            return divergent(truncated)
 
         wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
         if self.gone(name):

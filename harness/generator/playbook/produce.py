@@ -6,8 +6,9 @@ record is acknowledged or appended to the leader's log. A broker cut from the co
 answers Metadata from a stale view (a zombie leader names itself), so the harness's client
 is cut from it for the step. ``produce: {to: X}`` bootstraps a producer from X alone while
 the client is cut from every other broker, so it can only ever talk to X, whatever X's
-metadata says; X's answer is the outcome. Both first wait out fetches parked in the
-leader's purgatory, which a record would otherwise complete behind the script. Every
+metadata says; X's answer is the outcome. Both wait out fetches parked in the leader's
+purgatory before the first record is sent (a record would complete them behind the
+script), with the producer already made, so its bootstrap overlaps that wait. Every
 plain ``produce`` uses a producer bootstrapped from the current leader (runs with
 ``isr_shrink``: a patient one; see ``_fresh_producer``).
 """
@@ -39,25 +40,31 @@ class ProduceSteps(Settling):
         if ev.replica >= 0:
             return self.produce_to(k, ev, name)
         self._wake_leader()
-        self._parked_fetches_answered()
         self._fresh_producer()
         stale, note = self.client_cut_from_stale()
         try:
+            # The producer's bootstrap and Metadata round run while the paused followers'
+            # parked Fetches wait out their timer: neither writes anything to the leader.
+            self._producer_knows_leader()
+            self._parked_fetches_answered()
             return self._produce_to_leader(ev, note)
         finally:
             self._uncut(stale)
 
-    def _produce_to_leader(self, ev: Event, note: str) -> str:
+    def _producer_knows_leader(self) -> None:
+        """Fence: the producer's own Metadata answer names the leader the controller named."""
         lead_id = self.view().leader
-        if lead_id < 0:
-            return self._produce_offline(ev, note)
-        if self.by_id.get(lead_id) not in self.down:
+        if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
             wait_until(
                 lambda: self.producer.leader_id() == lead_id,
                 "the producer's metadata to name the current leader",
                 self.timeout,
                 self._seen,
             )
+
+    def _produce_to_leader(self, ev: Event, note: str) -> str:
+        if self.view().leader < 0:
+            return self._produce_offline(ev, note)
         out = [note] if note else []
         for record in ev.record.split(","):
             d = self.producer.send(record)
@@ -197,13 +204,14 @@ class ProduceSteps(Settling):
             return f"realised: {name} is down: not sent"
         if name in self.held and self.leader() == name:
             self._wake_leader()
-        self._parked_fetches_answered(name)
         others = [n for n in self.cluster.brokers if n != name]
         new = self._cut(both_ways((CLIENT, n) for n in others))
         host, port = self.cluster.broker_address(name)
         pinned = Producer(f"{host}:{port}", self.scenario.acks, topic=self.cluster.topic)
         out = []
         try:
+            # after the producer is made: its bootstrap runs while the timer does
+            self._parked_fetches_answered(name)
             for record in ev.record.split(","):
                 d = pinned.send(record)
 

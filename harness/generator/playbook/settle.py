@@ -29,10 +29,13 @@ class Settling(HaltWatch):
         if name not in self.down and name not in self.held and self.cluster.is_running(name):
             if name not in self.user_paused:
                 # Let the broker checkpoint its HW first (bounded on the file being stable,
-                # not on any value), so its frozen file is its HW at the pause.
-                self.hw_reading(name)
-                if self.current_step > 0 and self.by_id.get(self.view().leader) != name:
-                    self.consumer_read(name, "follower")
+                # not on any value), so its frozen file is its HW at the pause; the oracle's
+                # read of a follower is taken inside that wait (the same moment).
+                follower = self.current_step > 0 and self.by_id.get(self.view().leader) != name
+                self.hw_readings(
+                    [name],
+                    meanwhile=(lambda: self.consumer_read(name, "follower")) if follower else None,
+                )
             self.held.add(name)
             self._sync_sessions()
             nemesis.pause(self.cluster, name)

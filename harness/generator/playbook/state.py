@@ -132,8 +132,9 @@ class PlaybookState:
         entries = self.log(name)
         return entries[-1][0] + 1 if entries else 0
 
-    def leader_hw(self) -> int:
-        """The HW the leader the controller named reports to consumers; -1 if no answer.
+    def leader_hw(self, lead: str | None = None) -> int:
+        """The HW the leader the controller named (``lead``, if the caller just read it)
+        reports to consumers; -1 if no answer.
 
         ListOffsets(latest) on the wire to that broker itself (harness.protocol.wire), not
         through a client library: librdkafka sends it to whichever broker its metadata
@@ -141,7 +142,7 @@ class PlaybookState:
         its whole request timeout (2 s per step observed, 3.3.1-kraft, in run.json's
         "observe the cluster after the step" fence), and its first call paid a bootstrap.
         """
-        lead = self.leader()
+        lead = lead or self.leader()
         if lead is None or lead in self.down:
             return -1
         host, port = self.cluster.broker_address(lead)
@@ -170,10 +171,18 @@ class PlaybookState:
             return stable_hw(log_dir, self.cluster.topic, PARTITION)
         return HwReading(checkpointed_hw(log_dir, self.cluster.topic, PARTITION), True, 0)
 
-    def hw_readings(self, names: list[str]) -> dict[str, HwReading]:
-        """:meth:`hw_reading` of several brokers, the running ones waited for together."""
+    def hw_readings(
+        self, names: list[str], meanwhile: Callable[[], object] | None = None
+    ) -> dict[str, HwReading]:
+        """:meth:`hw_reading` of several brokers, the running ones waited for together
+        (``meanwhile`` runs inside that wait: :func:`harness.readback.hw.stable_hws`)."""
         running = {n: self.cluster.log_dir(n) for n in names if self._running(n)}
-        got = stable_hws(running, self.cluster.topic, PARTITION) if running else {}
+        if running:
+            got = stable_hws(running, self.cluster.topic, PARTITION, meanwhile=meanwhile)
+        else:
+            got = {}
+            if meanwhile is not None:
+                meanwhile()
         return {n: got[n] if n in got else self.hw_reading(n) for n in names}
 
     def consumer_read(self, name: str, role: str) -> None:
@@ -222,12 +231,23 @@ class PlaybookState:
         )
 
     def observe(self, step: int, event: str, seconds: float, notes: list[str]) -> Observation:
+        """The cluster after step ``step``: the controller's view, every replica's
+        checkpointed HW and LEO, and the leader on the wire (its HW, a consumer's read).
+
+        The wire reads go inside the wait for the running brokers' checkpoint writes
+        (``hw_readings``'s ``meanwhile``): every reading is of the same quiet moment (the
+        step is over, followers paused), and the step costs the checkpoint wait alone.
+        """
         v = self.view()
-        readings = self.hw_readings(self.names)
         lead = self.by_id.get(v.leader, "")
-        wire = self.leader_hw() if lead and self._running(lead) else -1
-        if lead and self._running(lead):
-            self.consumer_read(lead, "leader")
+        wire = [-1]
+
+        def on_the_wire() -> None:
+            if lead and self._running(lead):
+                wire[0] = self.leader_hw(lead)
+                self.consumer_read(lead, "leader")
+
+        readings = self.hw_readings(self.names, meanwhile=on_the_wire)
         return Observation(
             step=step,
             event=event,
@@ -239,7 +259,7 @@ class PlaybookState:
             notes=notes,
             hw={n: r.hw for n, r in readings.items()},
             hw_stable={n: r.stable for n, r in readings.items()},
-            leader_hw_wire=wire,
+            leader_hw_wire=wire[0],
         )
 
     def _seen(self) -> str:

@@ -31,6 +31,8 @@ EXPECTED = {
     ("controller-queue-two-leader-changes", "4.0.0"): [],
     ("controller-failover-missed-change", "0.10.2.1"): [],
     ("controller-failover-missed-change", "2.1.1"): [],
+    ("controller-failover-missed-change", "3.3.1-kraft"): [],
+    ("controller-failover-missed-change", "4.0.0"): [],
 }
 
 

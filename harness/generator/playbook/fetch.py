@@ -17,6 +17,7 @@ applied the leader's HW).
 from __future__ import annotations
 
 import re
+import struct
 import time
 
 from harness import timing
@@ -27,6 +28,7 @@ from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, HoldsFor, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
+from harness.protocol.wire import WireError, partition_view
 from harness.readback.hw import checkpointed_hw
 from harness.readback.log4j import read_rotated, without_other_topics
 from reference_model.events import Event
@@ -78,6 +80,9 @@ class FetchSteps(Settling):
         if name in self.cut_from_controller():
             return self.fetch_while_cut(k, name)
         self._wake_leader()
+        refused = self._leader_unaware(name)
+        if refused:
+            return refused
         before = self._truncations(name)
         cuts0 = len(self._truncated_to(name))
         leo0 = self.leo(name)
@@ -107,6 +112,38 @@ class FetchSteps(Settling):
                     self._probe_after_pause()  # the produce fence's bound, taken again
         stopped = shielded_at if shield is not None else self._paused_at
         return "; ".join(x for x in (note, self._late_pause(name, round_done, stopped)) if x)
+
+    def _leader_unaware(self, name: str) -> str:
+        """A note when the leader the controller named has not heard that it leads; else "".
+
+        A leader cut from the controller (KRaft: its metadata fetch; ZooKeeper mode: its
+        LeaderAndIsr) keeps the partition state it had: F's Fetch to it is answered
+        NOT_LEADER_OR_FOLLOWER and nothing changes (the model: "C is not leader ...:
+        truncation waits"). No fetch round can complete, so waiting for one ends in a fence
+        timeout (seen: controller-failover-missed-change on KRaft, where the failover is not
+        played and C stays cut). Observed, not assumed: the leader's own Metadata answer
+        names another leader or an older epoch than the controller's. F is not resumed.
+        """
+        lead = self.leader()
+        if lead is None or lead in self.down or lead not in self.cut_from_controller():
+            return ""
+        want = self.view()
+        host, port = self.cluster.broker_address(lead)
+        try:
+            seen = partition_view(host, port, self.cluster.topic, PARTITION, self.ids[lead])
+        except (WireError, struct.error, IndexError):
+            return ""  # no answer: not evidence either way; the fetch is played as usual
+        if seen is None:
+            return ""
+        if seen.leader == want.leader and seen.leader_epoch >= want.leader_epoch:
+            return ""
+        told = self.by_id.get(seen.leader, str(seen.leader))
+        return (
+            f"observed: {lead} has not heard that it leads (its metadata: leader {told}, "
+            f"epoch {seen.leader_epoch}; the controller's: {lead}, epoch "
+            f"{want.leader_epoch}), cut from the controller: {name}'s Fetch is refused "
+            f"(NOT_LEADER_OR_FOLLOWER); {name} not resumed"
+        )
 
     def _release_settled(self, name: str) -> None:
         """Resume F with its leader stopped until F has acted on every controller decision

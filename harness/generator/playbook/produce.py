@@ -16,6 +16,7 @@ plain ``produce`` uses a producer bootstrapped from the current leader (runs wit
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from harness.client.producer import Delivery, Producer
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
@@ -100,22 +101,29 @@ class ProduceSteps(Settling):
         out = [note] if note else []
         out.append(f"realised: no leader (offline); message.timeout.ms={OFFLINE_TIMEOUT_MS}")
         try:
-            for record in ev.record.split(","):
-                d = short.send(record)
-
-                def answered(d: Delivery = d) -> bool:
-                    short.poll(0.05)
-                    return d.status != "pending"
-
-                wait_until(answered, f"{record} to be refused (offline)", self.timeout, self._seen)
-                self.producer.deliveries[record] = d
-                out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+            out += self._send_each(short, ev.record, lambda r: f"{r} to be refused (offline)")
         finally:
             short.close(timeout=1.0)
         after = self.view().leader
         if after >= 0:
             out.append(f"a leader ({self.by_id.get(after, after)}) was elected during the step")
         return "; ".join(out)
+
+    def _send_each(self, producer: Producer, records: str, what: Callable[[str], str]) -> list[str]:
+        """Send each record of a step with a producer of its own and wait (bounded) for its
+        answer; the delivery is the run's (the step's records, as the model has them)."""
+        out = []
+        for record in records.split(","):
+            d = producer.send(record)
+
+            def answered(d: Delivery = d) -> bool:
+                producer.poll(0.05)
+                return d.status != "pending"
+
+            wait_until(answered, what(record), self.timeout, self._seen)
+            self.producer.deliveries[record] = d
+            out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+        return out
 
     def _parked_fetches_answered(self, target: str | None = None) -> None:
         """Wait until no paused follower's Fetch is parked at the broker that takes the
@@ -212,16 +220,7 @@ class ProduceSteps(Settling):
         try:
             # after the producer is made: its bootstrap runs while the timer does
             self._parked_fetches_answered(name)
-            for record in ev.record.split(","):
-                d = pinned.send(record)
-
-                def answered(d: Delivery = d) -> bool:
-                    pinned.poll(0.05)
-                    return d.status != "pending"
-
-                wait_until(answered, f"{name}'s answer to {record}", self.timeout, self._seen)
-                self.producer.deliveries[record] = d
-                out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
+            out += self._send_each(pinned, ev.record, lambda r: f"{name}'s answer to {r}")
         finally:
             pinned.close(timeout=2.0)
             self._uncut(new)

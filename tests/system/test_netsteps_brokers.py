@@ -11,9 +11,12 @@ scenario (no root needed).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -190,11 +193,10 @@ def test_ctrl_c_during_a_partition_leaves_nothing(tmp_path: Path) -> None:
     assert str(tmp_path) not in java
 
 
-@pytest.mark.broker
-def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Path) -> None:
-    """acks1-unclean-election on 3.3.1: the model predicts `isr_shrink B` (B caught up)
-    prevented by KAFKA-7152; with B cut from A for the check's window (1.5 lag + 3 s), A
-    really keeps B."""
+@contextlib.contextmanager
+def _before_the_shrink(version: str, tmp_path: Path) -> Iterator[tuple[Any, Any]]:
+    """acks1-unclean-election played on ``version`` up to its ``isr_shrink B`` (step 4):
+    the playbook and the model's prediction, the cluster closed after the block."""
     from harness.generator.playbook import Playbook
     from harness.generator.realise import configure
     from harness.generator.runner import make_cluster
@@ -202,15 +204,13 @@ def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Pa
     reason = network_available()
     if reason is not None:
         pytest.skip(reason)
-    v = resolve_version("3.3.1")
+    v = resolve_version(version)
     try:
         find_tree(v)
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
     sc = load_scenario(str(SCENARIOS / "acks1-unclean-election.yaml"))
     prediction = run_scenario(sc, v.generation)
-    prevented = getattr(prediction, "prevented", None)
-    assert prevented is not None and prevented[0] == 4, prevented
     want = needs(sc, prediction)
     cluster = make_cluster(v, "local", list(sc.brokers), tmp_path, "t", network=want.network)
     configure(cluster, want)
@@ -221,14 +221,25 @@ def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Pa
             book.setup()
             for k, ev in enumerate(sc.steps[:3], start=1):
                 book.step(k, ev)
-            note = book.check_prevented(4, sc.steps[3], prevented[1])
-            assert note.startswith("refused as predicted: A kept B in the ISR"), note
-            assert book.ids["B"] in book.view().isr
-            assert cluster.network is not None and cluster.network.cuts() == []
+            yield book, prediction
         finally:
             book.close()
     finally:
         cluster.close()
+
+
+@pytest.mark.broker
+def test_a_predicted_isr_shrink_prevention_is_checked_on_the_broker(tmp_path: Path) -> None:
+    """acks1-unclean-election on 3.3.1: the model predicts `isr_shrink B` (B caught up)
+    prevented by KAFKA-7152; with B cut from A for the check's window (1.5 lag + 3 s), A
+    really keeps B."""
+    with _before_the_shrink("3.3.1", tmp_path) as (book, prediction):
+        prevented = getattr(prediction, "prevented", None)
+        assert prevented is not None and prevented[0] == 4, prevented
+        note = book.check_prevented(4, book.scenario.steps[3], prevented[1])
+        assert note.startswith("refused as predicted: A kept B in the ISR"), note
+        assert book.ids["B"] in book.view().isr
+        assert book.cluster.network is not None and book.cluster.network.cuts() == []
 
 
 def test_without_root_a_network_run_ends_with_one_line(
@@ -252,38 +263,12 @@ def test_without_root_a_network_run_ends_with_one_line(
     assert not (tmp_path / "pids.json").exists()
 
 
+@pytest.mark.broker
 def test_the_prevention_windows_length_sees_an_older_broker_shrink(tmp_path: Path) -> None:
     """The same check on 0.10.2.1, before KAFKA-7152, where a paused caught-up follower goes
     stale by time alone: within the window (1.5 lag + 3 s) A drops B, and the check says
     "NOT refused". A window too short for a real shrink would pass every version."""
-    from harness.generator.playbook import Playbook
-    from harness.generator.realise import configure
-    from harness.generator.runner import make_cluster
-
-    reason = network_available()
-    if reason is not None:
-        pytest.skip(reason)
-    v = resolve_version("0.10.2.1")
-    try:
-        find_tree(v)
-    except BrokerUnavailable as exc:
-        pytest.skip(str(exc))
-    sc = load_scenario(str(SCENARIOS / "acks1-unclean-election.yaml"))
-    prediction = run_scenario(sc, v.generation)
-    assert getattr(prediction, "prevented", None) is None  # the model lets B fall out here
-    want = needs(sc, prediction)
-    cluster = make_cluster(v, "local", list(sc.brokers), tmp_path, "t", network=want.network)
-    configure(cluster, want)
-    try:
-        cluster.start()
-        book = Playbook(cluster, sc, v, prediction)
-        try:
-            book.setup()
-            for k, ev in enumerate(sc.steps[:3], start=1):
-                book.step(k, ev)
-            note = book.check_prevented(4, sc.steps[3], "asked by the test")
-            assert note.startswith("NOT refused: A shrank B out of the ISR"), note
-        finally:
-            book.close()
-    finally:
-        cluster.close()
+    with _before_the_shrink("0.10.2.1", tmp_path) as (book, prediction):
+        assert getattr(prediction, "prevented", None) is None  # the model lets B fall out
+        note = book.check_prevented(4, book.scenario.steps[3], "asked by the test")
+        assert note.startswith("NOT refused: A shrank B out of the ISR"), note

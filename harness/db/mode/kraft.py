@@ -192,27 +192,16 @@ class KRaftMode(Mode):
         only once its own metadata image holds the registrations; before that it names
         none, and librdkafka waits for one until its request timeout (seen under load on
         2 cores: ``Failed while waiting for controller``). So wait (bounded) until a
-        Metadata answer names a controller and every scenario broker, then create; a
-        request that still timed out is sent again (an earlier attempt that did land shows
-        as TOPIC_ALREADY_EXISTS, which is then success).
+        Metadata answer names a controller and every scenario broker, then create. A
+        request lost on the client's side (timed out, or its broker handle replaced while
+        it waited: ``_DESTROY_BROKER``, seen in a CI trial) is sent again from a new admin
+        client; an earlier attempt that did land shows as TOPIC_ALREADY_EXISTS, which is
+        then success.
         """
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap(cluster), "log_level": 0})
         ids = {b.broker_id for b in cluster.brokers.values()}
-
-        def routable() -> bool:
-            md = admin.list_topics(timeout=5)
-            return md.controller_id >= 0 and ids <= set(md.brokers)
-
-        await_state(
-            cluster,
-            routable,
-            f"the brokers' metadata to name a controller and brokers {sorted(ids)}",
-            None,
-            self.startup_timeout,
-        )
         # librdkafka 2.x wants the partition count spelled out beside an assignment
         topic = NewTopic(
             spec.name,
@@ -221,18 +210,37 @@ class KRaftMode(Mode):
             replica_assignment=[self.replica_ids(cluster, spec.replicas)],
             config=topic_config(spec),
         )
-        retriable = {KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER}
+        lost = {
+            KafkaError._TIMED_OUT,
+            KafkaError.REQUEST_TIMED_OUT,
+            KafkaError.NOT_CONTROLLER,
+            KafkaError._DESTROY_BROKER,
+            KafkaError._TRANSPORT,
+        }
         attempts = 3
         for attempt in range(1, attempts + 1):
+            admin = AdminClient({"bootstrap.servers": self.bootstrap(cluster), "log_level": 0})
+
+            def routable(admin: Any = admin) -> bool:
+                md = admin.list_topics(timeout=5)
+                return md.controller_id >= 0 and ids <= set(md.brokers)
+
+            await_state(
+                cluster,
+                routable,
+                f"the brokers' metadata to name a controller and brokers {sorted(ids)}",
+                None,
+                self.startup_timeout,
+            )
             fut = admin.create_topics([topic], request_timeout=30)[spec.name]
             try:
                 fut.result(timeout=60)
                 return
             except KafkaException as exc:
-                code = exc.args[0].code()
-                if code == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 1:
+                error = exc.args[0]
+                if error.code() == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 1:
                     return
-                if code in retriable and attempt < attempts:
+                if (error.code() in lost or error.retriable()) and attempt < attempts:
                     continue
                 raise ClusterError(f"creating topic {spec.name}: {exc}") from None
             except Exception as exc:

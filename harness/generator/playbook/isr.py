@@ -92,16 +92,7 @@ class IsrSteps(Settling):
             # moved with the shrink, and a parked Fetch answered meanwhile would hand it to
             # them inside the step (0.10.2.1 kip320-zombie-follower: A took HW 2 21-151 ms
             # after "Shrinking ISR", while its HW was being read before its pause).
-            shield = None
-            if (
-                run_meanwhile
-                and lead not in self.down
-                and lead not in self.held
-                and lead not in self.user_paused
-                and self.cluster.is_running(lead)
-            ):
-                nemesis.pause(self.cluster, lead)
-                shield = lead
+            shield = self._shield_from_leader(name, lead) if run_meanwhile else None
             try:
                 for n in run_meanwhile:
                     self._hold(n)

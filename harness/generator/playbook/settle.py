@@ -77,6 +77,31 @@ class Settling(HaltWatch):
             self.held.discard(name)
             self._sync_sessions()
 
+    def _shield_from_leader(self, name: str, lead: str | None = None) -> str | None:
+        """SIGSTOP the leader (``lead``, if the caller just read it) while F is read and
+        paused; returns the leader stopped, if any.
+
+        F's next Fetch is parked at the leader for ``replica.fetch.wait.max.ms``; reading
+        F's HW (two fresh checkpoint writes) and serving the consumer oracle's read before
+        F's pause must fit in that window, which a loaded machine overran (F then applied a
+        second answer: a newer HW than the model's one round). A stopped leader answers
+        nothing, so the window no longer bounds the readings. The parked Fetch is answered
+        after the leader resumes, into F's socket while F is paused: the produce step's wait
+        for parked fetches (playbook/produce.py) covers that case already.
+        """
+        lead = lead or self.leader()
+        if (
+            lead is None
+            or lead == name
+            or lead in self.down
+            or lead in self.held
+            or lead in self.user_paused
+            or not self.cluster.is_running(lead)
+        ):
+            return None
+        nemesis.pause(self.cluster, lead)
+        return lead
+
     def _leader_ready(self, name: str) -> None:
         """Resume a newly elected leader and wait until it has taken up its leadership.
 

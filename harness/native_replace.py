@@ -11,18 +11,23 @@ model, so the build rewrites its *copy* of the sources instead, mechanically:
 - every NamedTuple class of ``reference_model`` is read from the copied source (its fields in
   declaration order, which is the tuple's order);
 - for every call ``x._replace(k1=v1, k2=v2)`` (keywords only) in a compiled module, a function
-  ``_hwc_replace_k1_k2(x, v1, v2)`` is generated into the module that defines the classes having
-  those fields, and the call is rewritten to it. The function checks the exact type of ``x``
-  against each such class and builds the new tuple positionally (``tuple.__new__`` over
-  ``x[0], v1, x[2], ...``); any other type falls back to ``x._replace(k1=v1, k2=v2)``. So a
-  rewritten call means what it meant before for every receiver, whatever its static type;
+  ``_hwc_replace_k1_k2(x, v1, v2)`` is generated into a module that defines a class having
+  those fields (``plan`` says which: one the call's module can import without a cycle), and
+  the call is rewritten to it. The function checks the exact type of ``x`` against each class
+  having those fields that its module can see and builds the new tuple positionally
+  (``tuple.__new__`` over ``x[0], v1, x[2], ...``); any other type falls back to
+  ``x._replace(k1=v1, k2=v2)``. So a rewritten call means what it meant before for every
+  receiver, whatever its static type;
 - the arguments keep their order, so they are evaluated in the same order.
 
 Nothing generated is checked in: it exists only in the build directory, derived afresh from
-whatever the sources say; ``GENERATOR_VERSION`` is part of the build key
-(``harness.native.BUILDER_VERSION`` names it). ``tests/unit/test_native_replace.py`` checks the
-rewritten model gives the same states as the readable one, and that a wrong field order is
-caught.
+whatever the sources say; ``GENERATOR_VERSION`` and this file's text are part of the build
+key (``harness.native.build_key``). ``tests/unit/test_native_replace.py`` checks every
+generated builder against the class's own ``_replace``, that a wrong field order is caught,
+and that the rewritten model, run interpreted, explores the same space as the readable one.
+Why not the explorer's run-time swaps (``explorer.fast_builders``, ``fast_controller``): the
+compiled model calls its own functions natively, so nothing installed at run time reaches
+them; the build is the one place left.
 """
 
 from __future__ import annotations
@@ -121,17 +126,24 @@ def helper_name(keywords: tuple[str, ...]) -> str:
     return PREFIX + "_".join(keywords)
 
 
-def helper_source(keywords: tuple[str, ...], classes: tuple[TupleClass, ...]) -> str:
-    """The positional ``_replace`` for ``keywords``, specialised to each of ``classes``."""
+def alias(module: str) -> str:
+    """The name a generated ``import module as ...`` binds (one per module, no clash)."""
+    return "_hwc_" + module.replace(".", "_")
+
+
+def helper_source(keywords: tuple[str, ...], classes: tuple[TupleClass, ...], home: str) -> str:
+    """The positional ``_replace`` for ``keywords``, specialised to each of ``classes``
+    (a class of another module than ``home`` is reached through that module's ``alias``)."""
     params = ", ".join(f"{k}: _HwcAny" for k in keywords)
     lines = [f"def {helper_name(keywords)}(_o: _HwcT, {params}) -> _HwcT:"]
     lines.append("    _t = type(_o)")
     for n, c in enumerate(classes):
+        name = c.name if c.module == home else f"{alias(c.module)}.{c.name}"
         values = ", ".join(f if f in keywords else f"_s{n}[{i}]" for i, f in enumerate(c.fields))
         lines += [
-            f"    if _t is {c.name}:",
-            f"        _s{n} = _hwc_cast({c.name}, _o)",
-            f"        return _hwc_cast(_HwcT, _hwc_new({c.name}, ({values},)))",
+            f"    if _t is {name}:",
+            f"        _s{n} = _hwc_cast({name}, _o)",
+            f"        return _hwc_cast(_HwcT, _hwc_new({name}, ({values},)))",
         ]
     kw = ", ".join(f"{k}={k}" for k in keywords)
     lines.append(f"    return _hwc_cast(_HwcT, _hwc_cast(_HwcAny, _o)._replace({kw}))")
@@ -146,34 +158,44 @@ PREAMBLE = (
     "_hwc_new: _HwcFinal = tuple.__new__\n"
 )
 
-
-def _offsets(src: bytes) -> list[int]:
-    starts = [0]
-    for i, b in enumerate(src):
-        if b == 0x0A:
-            starts.append(i + 1)
-    return starts
+Helpers = dict[tuple[str, ...], tuple[TupleClass, ...]]
 
 
-def rewrite(files: Mapping[str, str], compiled: set[str] | None = None) -> dict[str, str]:
-    """The sources of ``files`` (relative path -> text) with every ``_replace`` call of the
-    ``compiled`` modules (default: all) rewritten; only changed files are returned."""
+@dataclass
+class Plan:
+    """What the rewrite does: the classes it read, the builders it generates per module
+    (keywords -> the classes each one builds positionally) and the calls it rewrites."""
+
+    modules: dict[str, str]  # relative path -> module
+    classes: list[TupleClass]
+    helpers: dict[str, Helpers] = field(default_factory=dict)
+    sites: dict[str, list[_Site]] = field(default_factory=dict)
+
+
+def plan(files: Mapping[str, str], compiled: set[str] | None = None) -> Plan:
+    """Which ``_replace`` calls of the ``compiled`` modules (default: all) become which
+    generated builder, and where each builder lives.
+
+    A call ``x._replace(k=...)`` goes to a builder in a module ``M`` that defines a class
+    having the fields ``k`` and does not import the call's module (so the ``import M``
+    added to the call's module makes no cycle); the builder handles every such class of
+    ``M`` or of the modules ``M`` imports. Among several such ``M``, the one handling most
+    classes, then by name."""
     trees = {rel: ast.parse(text, rel) for rel, text in files.items()}
     mods = {rel: module_name(rel) for rel in files}
     known = set(mods.values())
     graph = {mods[rel]: _imports(mods[rel], t, known) for rel, t in trees.items()}
+    below = {m: _closure(graph, m) for m in known}
     classes: list[TupleClass] = []
     for rel in sorted(files):
         if mods[rel] == CLASS_PACKAGE or mods[rel].startswith(CLASS_PACKAGE + "."):
             classes += tuple_classes(mods[rel], trees[rel])
-    helpers: dict[str, dict[tuple[str, ...], tuple[TupleClass, ...]]] = {}
-    sites: dict[str, list[_Site]] = {}
+    out = Plan(mods, classes)
     for rel in sorted(files):
         if compiled is not None and rel not in compiled:
             continue
         here = mods[rel]
-        raw = files[rel].encode()
-        starts = _offsets(raw)
+        starts = _offsets(files[rel].encode())
         found = []
         for node in ast.walk(trees[rel]):
             keywords = _replace_keywords(node)
@@ -181,50 +203,63 @@ def rewrite(files: Mapping[str, str], compiled: set[str] | None = None) -> dict[
                 continue
             assert isinstance(node, ast.Call)
             fits = [c for c in classes if set(keywords) <= set(c.fields)]
-            homes = sorted({c.module for c in fits}, key=lambda m: (-_count(fits, m), m))
-            # The helper's module must not import this one (else the new import is a cycle).
-            homes = [m for m in homes if m == here or here not in _closure(graph, m)]
-            if not homes:
+            choices = []
+            for m in sorted({c.module for c in fits}):
+                if m != here and here in below[m]:
+                    continue  # the builder's module imports this one
+                reach = tuple(c for c in fits if c.module == m or c.module in below[m])
+                choices.append((-len(reach), m, reach))
+            if not choices:
                 continue
-            home = homes[0]
-            mine = tuple(c for c in fits if c.module == home)
+            _, home, mine = min(choices)
             assert node.end_lineno is not None and node.end_col_offset is not None
-            site = _Site(
-                node,
-                starts[node.lineno - 1] + node.col_offset,
-                starts[node.end_lineno - 1] + node.end_col_offset,
-                home,
-                helper_name(keywords),
-                mine,
-                keywords,
+            found.append(
+                _Site(
+                    node,
+                    starts[node.lineno - 1] + node.col_offset,
+                    starts[node.end_lineno - 1] + node.end_col_offset,
+                    home,
+                    helper_name(keywords),
+                    mine,
+                    keywords,
+                )
             )
-            known_classes = helpers.setdefault(home, {}).setdefault(keywords, mine)
-            assert known_classes == mine
-            found.append(site)
-        sites[rel] = found
+            assert out.helpers.setdefault(home, {}).setdefault(keywords, mine) == mine
+        out.sites[rel] = found
+    return out
+
+
+def rewrite(files: Mapping[str, str], compiled: set[str] | None = None) -> dict[str, str]:
+    """The sources of ``files`` (relative path -> text) with every ``_replace`` call of the
+    ``compiled`` modules (default: all) rewritten, and the builders they call appended to
+    their modules; only changed files are returned."""
+    p = plan(files, compiled)
     out: dict[str, str] = {}
-    homes_rel = {m: rel for rel, m in mods.items()}
-    for rel, found in sites.items():
-        here = mods[rel]
+    for rel in sorted(files):
+        here = p.modules[rel]
+        found = p.sites.get(rel, [])
+        helpers = p.helpers.get(here, {})
         text = files[rel]
+        imports = {s.home for s in found if s.home != here}
+        imports |= {c.module for cs in helpers.values() for c in cs if c.module != here}
         if found:
-            others = sorted({s.home for s in found if s.home != here})
-            aliases = {m: f"_hwc_m{i}" for i, m in enumerate(others)}
-            body = _render_all(files[rel].encode(), found, here, aliases)
-            text = _add_imports(body, {m: a for m, a in aliases.items()})
-        if here in helpers:
-            gen = [helper_source(k, cs) for k, cs in sorted(helpers[here].items())]
+            text = _render_all(text.encode(), found, here)
+        text = _add_imports(text, sorted(imports))
+        if helpers:
+            gen = [helper_source(k, cs, here) for k, cs in sorted(helpers.items())]
             text = text.rstrip("\n") + "\n" + PREAMBLE + "\n\n" + "\n\n".join(gen)
         if text != files[rel]:
             ast.parse(text, rel)  # a generator fault shows here, not as a C compile error
             out[rel] = text
-    for home in helpers:
-        assert homes_rel[home] in out
     return out
 
 
-def _count(classes: list[TupleClass], module: str) -> int:
-    return sum(c.module == module for c in classes)
+def _offsets(src: bytes) -> list[int]:
+    starts = [0]
+    for i, b in enumerate(src):
+        if b == 0x0A:
+            starts.append(i + 1)
+    return starts
 
 
 def _replace_keywords(node: ast.AST) -> tuple[str, ...] | None:
@@ -243,15 +278,13 @@ def _replace_keywords(node: ast.AST) -> tuple[str, ...] | None:
     return tuple(n for n in names if n is not None)
 
 
-def _render_all(raw: bytes, found: list[_Site], here: str, aliases: dict[str, str]) -> str:
+def _render_all(raw: bytes, found: list[_Site], here: str) -> str:
     """``raw`` with each outermost site replaced (inner ones inside their arguments)."""
     found = sorted(found, key=lambda s: (s.start, -s.end))
-    return _render(raw, 0, len(raw), found, here, aliases).decode()
+    return _render(raw, 0, len(raw), found, here).decode()
 
 
-def _render(
-    raw: bytes, a: int, b: int, found: list[_Site], here: str, aliases: dict[str, str]
-) -> bytes:
+def _render(raw: bytes, a: int, b: int, found: list[_Site], here: str) -> bytes:
     """Bytes ``raw[a:b]`` with every site inside it rewritten."""
     out = []
     pos = a
@@ -259,7 +292,7 @@ def _render(
         if s.start < pos or s.end > b or s.start < a:
             continue  # nested in one already rendered, or outside this span
         out.append(raw[pos : s.start])
-        out.append(_call(raw, s, found, here, aliases))
+        out.append(_call(raw, s, found, here))
         pos = s.end
     out.append(raw[pos:b])
     return b"".join(out)
@@ -272,22 +305,22 @@ def _span(raw: bytes, node: ast.expr) -> tuple[int, int]:
     return start, starts[node.end_lineno - 1] + node.end_col_offset
 
 
-def _call(raw: bytes, s: _Site, found: list[_Site], here: str, aliases: dict[str, str]) -> bytes:
+def _call(raw: bytes, s: _Site, found: list[_Site], here: str) -> bytes:
     func = s.node.func
     assert isinstance(func, ast.Attribute)
     parts = [func.value, *(k.value for k in s.node.keywords)]
     args = []
     for p in parts:
         a, b = _span(raw, p)
-        args.append(b"(" + _render(raw, a, b, found, here, aliases) + b")")
-    name = s.helper if s.home == here else f"{aliases[s.home]}.{s.helper}"
+        args.append(b"(" + _render(raw, a, b, found, here) + b")")
+    name = s.helper if s.home == here else f"{alias(s.home)}.{s.helper}"
     return name.encode() + b"(" + b", ".join(args) + b")"
 
 
-def _add_imports(text: str, aliases: dict[str, str]) -> str:
+def _add_imports(text: str, modules: list[str]) -> str:
     """``import m as alias`` for each helper module, after the docstring and the
     ``from __future__`` line (which must stay first)."""
-    if not aliases:
+    if not modules:
         return text
     tree = ast.parse(text)
     after = 0
@@ -300,5 +333,5 @@ def _add_imports(text: str, aliases: dict[str, str]) -> str:
         else:
             break
     lines = text.splitlines(keepends=True)
-    new = [f"import {m} as {a}\n" for m, a in sorted(aliases.items())]
+    new = [f"import {m} as {alias(m)}\n" for m in modules]
     return "".join(lines[:after] + new + lines[after:])

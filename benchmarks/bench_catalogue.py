@@ -21,9 +21,11 @@ machine; the later runs find what the first one left, as every later run does. T
 is reported apart and left out of the median. ``--no-cold`` keeps the user's cache.
 
 Run: .venv/bin/python benchmarks/bench_catalogue.py [--versions 0.10.2.1,4.0.0]
-[--scenarios kip101-scenario1,...] [--no-cold] [--fresh]
+[--scenarios kip101-scenario1,...] [--no-cold] [--fresh] [--backend docker]
 Needs Kafka release trees (HWCHAOS_KAFKA_DISTS, default /opt/kafka-dists); a version without
-one is reported as skipped. Network-partition scenarios need root (network namespaces).
+one is reported as skipped. ``--backend docker`` plays in containers of the hwchaos images
+(a Docker daemon; the image is built on first use). Network-partition scenarios need root
+(network namespaces).
 """
 
 from __future__ import annotations
@@ -73,14 +75,18 @@ class Run:
 
 
 def play(
-    scenario: str, version: str, folder: Path, warm: WarmClusters | None = None
+    scenario: str,
+    version: str,
+    folder: Path,
+    warm: WarmClusters | None = None,
+    backend: str = "local",
 ) -> tuple[RunInfo, RunRecord]:
-    """One catalogue scenario on the local backend into ``folder`` (bench_runs uses it too)."""
+    """One catalogue scenario on ``backend`` into ``folder`` (bench_runs uses it too)."""
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
     info, _prediction, _verdict, record = trial(
         sc,
         resolve_version(version),
-        "local",
+        backend,
         folder,
         folder.name,
         progress=lambda _m: None,
@@ -89,8 +95,10 @@ def play(
     return info, record
 
 
-def one(scenario: str, version: str, root: Path, warm: WarmClusters | None = None) -> Run:
-    info, record = play(scenario, version, root / f"{scenario}__{version}", warm)
+def one(
+    scenario: str, version: str, root: Path, warm: WarmClusters | None, backend: str
+) -> Run:
+    info, record = play(scenario, version, root / f"{scenario}__{version}", warm, backend)
     timings = info.extra.get("timings", {})
     phases = {p["name"]: float(p["seconds"]) for p in timings.get("phases", [])}
     cpu = timings.get("cpu_seconds", {})
@@ -105,13 +113,13 @@ def one(scenario: str, version: str, root: Path, warm: WarmClusters | None = Non
     )
 
 
-def warm_order(scenarios: list[str], version: str) -> list[str]:
+def warm_order(scenarios: list[str], version: str, backend: str) -> list[str]:
     """The scenarios grouped by cluster configuration (as ``matrix`` plays them)."""
     v = resolve_version(version)
 
     def key(name: str) -> str:
         sc = load_scenario(SCENARIO_DIR / f"{name}.yaml")
-        return warm_key(sc, run_scenario(sc, v.generation), v.name, "local", 1) or "~"
+        return warm_key(sc, run_scenario(sc, v.generation), v.name, backend, 1) or "~"
 
     return sorted(scenarios, key=key)
 
@@ -133,14 +141,18 @@ def own_cache(on: bool) -> Iterator[None]:
             os.environ["HWCHAOS_CACHE"] = saved
 
 
-def report(version: str, target: float, runs: list[Run], cold: Run | None) -> None:
+def report(
+    version: str, target: float, runs: list[Run], cold: Run | None, backend: str
+) -> None:
     """The BENCH lines of one version."""
     secs = [r.seconds for r in runs]
     med = statistics.median(secs)
     mid = sorted(runs, key=lambda r: r.seconds)[len(runs) // 2]
     every = [*runs, *([cold] if cold else [])]
     ok = sum(r.verdict in PASSING for r in every)
-    how = "warm" if any(r.reused for r in every) else "fresh clusters"
+    how = ("warm" if any(r.reused for r in every) else "fresh clusters") + (
+        "" if backend == "local" else f", {backend}"
+    )
     print(bench_line(f"{version}: catalogue run, median ({how})", med, "s",
                      f"<= {target:.0f} s", med <= target))  # fmt: skip
     print(bench_line(f"{version}: catalogue run, max ({how})", max(secs), "s", None, None))
@@ -168,6 +180,8 @@ def main() -> None:
     p.add_argument("--scenarios", default=",".join(names))
     p.add_argument("--no-cold", action="store_true", help="keep the cache: no cold run")
     p.add_argument("--fresh", action="store_true", help="a fresh cluster for every run")
+    p.add_argument("--backend", default="local", choices=("local", "docker"),
+                   help="JVMs on this host, or containers of the hwchaos images")  # fmt: skip
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="hwchaos-catalogue-"))
     scenarios = args.scenarios.split(",")
@@ -178,18 +192,19 @@ def main() -> None:
         v = resolve_version(version)
         target = TARGET_KRAFT if v.mode == "kraft" else TARGET_ZK
         try:
-            find_tree(v)
+            if args.backend == "local":
+                find_tree(v)
         except BrokerUnavailable as exc:
             complete = False
             print(bench_line(f"{version}: skipped ({exc})", "-", "", None, None))
             continue
         runs: list[Run] = []
         cold: Run | None = None
-        order = scenarios if args.fresh else warm_order(scenarios, version)
+        order = scenarios if args.fresh else warm_order(scenarios, version, args.backend)
         with own_cache(not args.no_cold), contextlib.ExitStack() as stack:
             warm = None if args.fresh else stack.enter_context(WarmClusters())
             for k, scenario in enumerate(order):
-                r = one(scenario, version, root, warm)
+                r = one(scenario, version, root, warm, args.backend)
                 print(
                     f"{version:<12} {scenario:<34} {r.seconds:6.1f}s start {r.start:5.1f}s "
                     f"steps {r.steps:5.1f}s cpu {r.cpu:5.1f}s {r.verdict}"
@@ -202,7 +217,7 @@ def main() -> None:
                 else:
                     runs.append(r)
         if runs:
-            report(version, target, runs, cold)
+            report(version, target, runs, cold, args.backend)
     met = (total <= TARGET_ALL) if complete else None
     print(bench_line("whole catalogue, every version above", total, "s",
                      f"<= {TARGET_ALL:.0f} s", met))  # fmt: skip

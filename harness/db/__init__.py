@@ -190,6 +190,10 @@ class Cluster(ABC):
         """Create the test topic with an explicit replica assignment."""
         self.mode.create_topic(self, spec)
 
+    def delete_topic(self, topic: str) -> None:
+        """Ask for the topic's deletion (the mode's way); the caller observes it done."""
+        self.mode.delete_topic(self, topic)
+
     def metadata(self) -> MetadataView:
         """A view of the controller's decisions; the caller closes it."""
         return self.mode.view(self)

@@ -233,19 +233,6 @@ def _not_live(cluster: Cluster, broker_id: int) -> bool:
     return broker_id not in _live(cluster)
 
 
-def _delete_topic(cluster: Cluster, topic: str) -> None:
-    """DeleteTopics through the cluster's bootstrap (every ZooKeeper and KRaft version here)."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap(), "log_level": 0})
-    for fut in admin.delete_topics([topic], request_timeout=30).values():
-        try:
-            fut.result(timeout=60)
-        except Exception as exc:
-            if "UNKNOWN_TOPIC" not in str(exc):
-                raise ClusterError(f"reset: deleting topic {topic}: {exc}") from None
-
-
 def _empty_logs(cluster: Cluster) -> None:
     """Empty every node's log files in place (the JVMs append: O_APPEND writes follow the
     new end) and remove the files rotated out of them, so the next run's fences, which read
@@ -299,7 +286,10 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
     _restart(cluster, down, done)
     _restart(cluster, stale, done, "(running, but not live for the controller)")
     _restart(cluster, hung, done, "(it halted)")
-    _delete_topic(cluster, topic)
+    try:
+        cluster.delete_topic(topic)
+    except Exception as exc:
+        raise ClusterError(f"reset: {exc}") from None
 
     def gone() -> bool:
         view = cluster.metadata()

@@ -167,6 +167,11 @@ class Mode(ABC):
         """Create the test topic with the scenario's replica assignment and settings."""
 
     @abstractmethod
+    def delete_topic(self, cluster: Runtime, topic: str) -> None:
+        """Ask for the topic's deletion (a warm cluster's reset); the caller waits until the
+        controller and every broker's disk no longer have it. A missing topic is no error."""
+
+    @abstractmethod
     def view(self, cluster: Runtime) -> MetadataView:
         """A reader of the controller's decisions."""
 

@@ -186,22 +186,11 @@ class KRaftMode(Mode):
         return ",".join("{}:{}".format(*cluster.broker_address(n)) for n in cluster.brokers)
 
     def create_topic(self, cluster: Runtime, spec: TopicSpec) -> None:
-        """CreateTopics through the brokers, once they can route it to a controller.
+        """CreateTopics through the brokers (see ``_admin_request``); an earlier attempt
+        that did land shows as TOPIC_ALREADY_EXISTS, which is then success."""
+        from confluent_kafka import KafkaError
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-        A KRaft broker names a random live broker as "controller" in its Metadata answer
-        only once its own metadata image holds the registrations; before that it names
-        none, and librdkafka waits for one until its request timeout (seen under load on
-        2 cores: ``Failed while waiting for controller``). So wait (bounded) until a
-        Metadata answer names a controller and every scenario broker, then create. A
-        request lost on the client's side (timed out, or its broker handle replaced while
-        it waited: ``_DESTROY_BROKER``, seen in a CI trial) is sent again from a new admin
-        client; an earlier attempt that did land shows as TOPIC_ALREADY_EXISTS, which is
-        then success.
-        """
-        from confluent_kafka import KafkaError, KafkaException
-        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-        ids = {b.broker_id for b in cluster.brokers.values()}
         # librdkafka 2.x wants the partition count spelled out beside an assignment
         topic = NewTopic(
             spec.name,
@@ -210,6 +199,50 @@ class KRaftMode(Mode):
             replica_assignment=[self.replica_ids(cluster, spec.replicas)],
             config=topic_config(spec),
         )
+        self._admin_request(
+            cluster,
+            f"creating topic {spec.name}",
+            lambda admin: admin.create_topics([topic], request_timeout=30)[spec.name],
+            KafkaError.TOPIC_ALREADY_EXISTS,
+        )
+
+    def delete_topic(self, cluster: Runtime, topic: str) -> None:
+        """DeleteTopics through the brokers (forwarded to the active controller), sent again
+        as ``create_topic`` does when lost on the client's side; a missing topic is done."""
+        from confluent_kafka import KafkaError
+
+        self._admin_request(
+            cluster,
+            f"deleting topic {topic}",
+            lambda admin: admin.delete_topics([topic], request_timeout=30)[topic],
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            done_at_once=True,
+        )
+
+    def _admin_request(
+        self,
+        cluster: Runtime,
+        what: str,
+        send: Callable[[Any], Any],
+        done_code: int,
+        done_at_once: bool = False,
+    ) -> None:
+        """Send an admin request once the brokers can route it to a controller, again (from
+        a new admin client, at most three times) when it is lost on the client's side.
+
+        A KRaft broker names a random live broker as "controller" in its Metadata answer
+        only once its own metadata image holds the registrations; before that it names
+        none, and librdkafka waits for one until its request timeout (seen under load on
+        2 cores: ``Failed while waiting for controller``). So wait (bounded) until a
+        Metadata answer names a controller and every scenario broker, then send. A request
+        lost on the client's side (timed out, or its broker handle replaced while it
+        waited: ``_DESTROY_BROKER``, seen in a CI trial) is sent again; ``done_code`` (the
+        topic already exists, or no longer does) then means an earlier attempt landed.
+        """
+        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        ids = {b.broker_id for b in cluster.brokers.values()}
         lost = {
             KafkaError._TIMED_OUT,
             KafkaError.REQUEST_TIMED_OUT,
@@ -232,19 +265,18 @@ class KRaftMode(Mode):
                 None,
                 self.startup_timeout,
             )
-            fut = admin.create_topics([topic], request_timeout=30)[spec.name]
             try:
-                fut.result(timeout=60)
+                send(admin).result(timeout=60)
                 return
             except KafkaException as exc:
                 error = exc.args[0]
-                if error.code() == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 1:
+                if error.code() == done_code and (done_at_once or attempt > 1):
                     return
                 if (error.code() in lost or error.retriable()) and attempt < attempts:
                     continue
-                raise ClusterError(f"creating topic {spec.name}: {exc}") from None
+                raise ClusterError(f"{what}: {exc}") from None
             except Exception as exc:
-                raise ClusterError(f"creating topic {spec.name}: {exc}") from None
+                raise ClusterError(f"{what}: {exc}") from None
 
     def view(self, cluster: Runtime) -> MetadataView:
         if self._schemas_of is None:

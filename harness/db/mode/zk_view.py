@@ -102,6 +102,14 @@ class ZkView:
             json.dumps({"version": 1, "partitions": {str(PARTITION): replica_ids}}).encode(),
         )
 
+    def delete_topic(self, name: str) -> None:
+        """What ``kafka-topics.sh --delete`` writes in ZooKeeper mode (AdminUtils.deleteTopic,
+        every release 0.8 to 3.x): ``/admin/delete_topics/<topic>``, which the controller's
+        TopicDeletionManager acts on (``delete.topic.enable`` is set). A topic that does not
+        exist is left alone."""
+        if self._zk.exists(f"/brokers/topics/{name}"):
+            self.create(f"/admin/delete_topics/{name}", b"")
+
     def assignment(self, topic: str | None = None, partition: int = PARTITION) -> list[int]:
         """The partition's replica assignment in order (its head is the preferred leader)."""
         topic = topic or self.topic

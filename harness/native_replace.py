@@ -11,7 +11,7 @@ model, so the build rewrites its *copy* of the sources instead, mechanically:
 - every NamedTuple class of ``reference_model`` is read from the copied source (its fields in
   declaration order, which is the tuple's order);
 - for every call ``x._replace(k1=v1, k2=v2)`` (keywords only) in a compiled module, a function
-  ``_hwc_replace_k1_k2(x, v1, v2)`` is generated into a module that defines a class having
+  ``_hwc_replace_k1__k2(x, v1, v2)`` is generated into a module that defines a class having
   those fields (``plan`` says which: one the call's module can import without a cycle), and
   the call is rewritten to it. The function checks the exact type of ``x`` against each class
   having those fields that its module can see and builds the new tuple positionally
@@ -63,7 +63,6 @@ class _Site:
     helper: str
     classes: tuple[TupleClass, ...]
     keywords: tuple[str, ...]
-    inner: list[_Site] = field(default_factory=list)
 
 
 def module_name(rel: str) -> str:
@@ -123,7 +122,8 @@ def _closure(graph: Mapping[str, set[str]], start: str) -> set[str]:
 
 
 def helper_name(keywords: tuple[str, ...]) -> str:
-    return PREFIX + "_".join(keywords)
+    """``_hwc_replace_isr__epoch`` for ``("isr", "epoch")`` (``plan`` refuses a clash)."""
+    return PREFIX + "__".join(keywords)
 
 
 def alias(module: str) -> str:
@@ -225,6 +225,9 @@ def plan(files: Mapping[str, str], compiled: set[str] | None = None) -> Plan:
                 )
             )
             assert out.helpers.setdefault(home, {}).setdefault(keywords, mine) == mine
+            names = {helper_name(k): k for k in out.helpers[home]}
+            if len(names) != len(out.helpers[home]):
+                raise ValueError(f"two builders of {home} named alike: {sorted(names)}")
         out.sites[rel] = found
     return out
 

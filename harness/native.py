@@ -9,11 +9,17 @@ compiled modules beside their sources, kept in a cache outside the repository:
 
     ${HWCHAOS_CACHE:-~/.cache/hwchaos}/native/<key>/{reference_model,explorer}/
 
-``<key>`` is the sha256 of every model source file, the Python version, the mypy version and
-this builder's version, so a build can only ever be used with the sources it was made from:
-editing any model file changes the key, and the stale build is simply never found. A build is
-made in a temporary directory beside its final place and renamed into it (atomic), so two
-builders at once cannot leave a half-written build; nothing is written inside the repository.
+``<key>`` is the sha256 of every model source file, the Python version, the mypy version,
+this builder's version and its generator (``harness.native_replace``), so a build can only
+ever be used with the sources it was made from: editing any model file changes the key, and
+the stale build is simply never found. A build is made in a temporary directory beside its
+final place and renamed into it (atomic), so two builders at once cannot leave a half-written
+build; nothing is written inside the repository.
+
+One difference from the repository's text: in the copy, every ``x._replace(k=v)`` of a
+compiled module is rewritten into a positional builder generated from the NamedTuple classes
+the copy declares (``harness.native_replace``: mypyc's keyword calls cost more than the step
+they build). Same meaning for every receiver, checked by ``tests/unit/test_native_replace.py``.
 
 Running the compiled model needs its directory before the repository on ``sys.path`` in a
 process that has not imported ``reference_model`` yet (the CLI has), so ``explore`` here runs
@@ -41,8 +47,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from harness import native_replace
+
 # Bump when the way a build is made changes (module list, options): old builds go stale.
-BUILDER_VERSION = "2"
+# 3: the copy's ``_replace`` calls are rewritten positionally (``harness.native_replace``,
+# whose ``GENERATOR_VERSION`` and source are in the key too).
+BUILDER_VERSION = "3"
 # The packages a build holds (the model and the search engine), relative to SOURCE_ROOT.
 PACKAGES = ("reference_model", "explorer")
 # Model modules left interpreted in a build: not on the explorer's path (scenario files, the
@@ -106,8 +116,16 @@ def sources(src: Path = SOURCE_ROOT) -> list[str]:
 def build_key(src: Path = SOURCE_ROOT) -> str:
     """sha256 over every model source (path and bytes), Python, mypy and this builder."""
     h = hashlib.sha256()
-    for part in (BUILDER_VERSION, sys.version, sysconfig.get_platform(), mypy_version() or "-"):
+    generator = Path(native_replace.__file__).read_bytes()
+    for part in (
+        BUILDER_VERSION,
+        native_replace.GENERATOR_VERSION,
+        sys.version,
+        sysconfig.get_platform(),
+        mypy_version() or "-",
+    ):
         h.update(part.encode() + b"\0")
+    h.update(generator + b"\0")
     for rel in sources(src):
         h.update(rel.encode() + b"\0" + (src / rel).read_bytes() + b"\0")
     return h.hexdigest()
@@ -184,6 +202,10 @@ def build(src: Path = SOURCE_ROOT, say: Callable[[str], None] | None = None) -> 
         for rel in files:
             (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / rel, tmp / rel)
+        # The copy, not the repository, gets the positional ``_replace`` (see native_replace).
+        texts = {rel: (src / rel).read_text() for rel in files}
+        for rel, text in native_replace.rewrite(texts, set(compiled)).items():
+            (tmp / rel).write_text(text)
         env = {**os.environ, "MYPYC_OPT_LEVEL": "3"}
         cmd = [sys.executable, "-m", "mypyc", *compiled]
         log = tmp / "build.log"

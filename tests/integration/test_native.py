@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from harness import native
+from harness import native, native_replace
 from reference_model.events import CLIENT_NODE, Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +81,10 @@ def test_build_is_outside_the_repo_and_status_names_it(built: tuple[Path, native
     assert not any(p.suffix == ".so" for p in (ROOT / "reference_model").iterdir())
     compiled = list((build.path / "reference_model").glob("transitions.*.so"))
     assert compiled, "transitions compiled"
+    # The copy it compiled has the generated positional builders; the repository does not.
+    copy = (build.path / "reference_model" / "state.py").read_text()
+    assert native_replace.PREFIX in copy
+    assert native_replace.PREFIX not in (ROOT / "reference_model" / "state.py").read_text()
     res = _hwchaos(cache, "native", "status")
     assert res.returncode == 0 and build.short in res.stdout and str(build.path) in res.stdout
     again = _hwchaos(cache, "native", "build")

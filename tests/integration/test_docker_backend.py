@@ -335,6 +335,18 @@ def test_container_faults_signals_restart_and_partitions(cluster: object) -> Non
     assert _connects(c, "A", "B") and c.is_running("B")  # type: ignore[attr-defined]
     assert "hwchaos:" not in c.iptables_rules("B")  # type: ignore[attr-defined]
 
+    # A cut whose namespace died with its container (jepsen-2013-isr-shrink: the leader is
+    # cut, crashed, then "heal: all"): healing it is bookkeeping, not an error, and the
+    # restarted container does not get the rule back.
+    assert faults.partition(c, "A", "B", "one-way") == [("A", "B")]  # type: ignore[arg-type]
+    faults.crash(c, "B")  # type: ignore[arg-type]
+    assert c.network.rules_in_place() == []  # type: ignore[attr-defined]
+    assert faults.heal(c) == [("A", "B")]  # type: ignore[arg-type]
+    c.declare_dead("B")  # type: ignore[attr-defined]
+    c.start_broker("B")  # type: ignore[attr-defined]
+    assert _connects(c, "A", "B")
+    assert "hwchaos:" not in c.iptables_rules("B")  # type: ignore[attr-defined]
+
     faults.clean_stop(c, "C")  # type: ignore[arg-type]
     assert not c.is_running("C")  # type: ignore[attr-defined]
     assert (c.log_dir("C") / ".kafka_cleanshutdown").exists()  # type: ignore[attr-defined]

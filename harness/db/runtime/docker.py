@@ -209,7 +209,13 @@ class DockerCluster(Cluster):
             self._ips[name] = ip
         if self.isolated:
             # The harness's clients reach containers through docker-proxy, from the gateway.
-            self.network = LinkCuts(self._ips, gateway, self._enter, f"hwchaos:{self.run_id}")
+            self.network = LinkCuts(
+                self._ips,
+                gateway,
+                self._enter,
+                f"hwchaos:{self.run_id}",
+                gone=lambda node: self._pid(node) is None,
+            )
 
     def _container(
         self, name: str, role: str, ports: dict[int, int], wait_for: str | None = None

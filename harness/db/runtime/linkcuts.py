@@ -180,7 +180,10 @@ class LinkCuts:
     prefix that runs a program in the node's network namespace (``ip netns exec NS`` here,
     ``nsenter -t PID -n`` for a container), ``addresses`` maps node -> IPv4 (read at each
     call, so nodes may be added later) and ``client`` is the address the harness's clients
-    appear from. Each rule's comment is ``<tag>:<src>-><dst>``.
+    appear from. Each rule's comment is ``<tag>:<src>-><dst>``. ``gone(node)``, where a
+    node's namespace can end with its process (a stopped container), says it has: the rules
+    that lived there went with it, so healing them is only bookkeeping (and a restart must
+    not put them back), and there is nothing to list or count there.
     """
 
     def __init__(
@@ -189,11 +192,13 @@ class LinkCuts:
         client: str,
         enter: Callable[[str], list[str]],
         tag: str,
+        gone: Callable[[str], bool] | None = None,
     ) -> None:
         self._addresses = addresses
         self._client = client
         self._enter = enter
         self._tag = tag
+        self._gone = gone or (lambda _node: False)
         self._cuts: dict[tuple[str, str], tuple[str, list[str]]] = {}
 
     def address(self, node: str) -> str:
@@ -291,7 +296,8 @@ class LinkCuts:
         healed = []
         for (s, d), (where, rule) in sorted(self._cuts.items()):
             if matches(s, d):
-                self._iptables(where, ["-D", *rule])
+                if not self._gone(where):
+                    self._iptables(where, ["-D", *rule])
                 del self._cuts[(s, d)]
                 healed.append((s, d))
         return healed
@@ -313,6 +319,8 @@ class LinkCuts:
         """Packets each cut has dropped so far (its rule's counter): proof a cut was hit."""
         counts: dict[tuple[str, str], int] = {}
         for (s, d), (where, rule) in self._cuts.items():
+            if self._gone(where):
+                continue
             out = self._iptables(where, ["-L", rule[0], "-v", "-x", "-n"])
             comment = f"{self._tag}:{s}->{d}"
             for line in out.splitlines():
@@ -328,6 +336,8 @@ class LinkCuts:
         """
         found = []
         for node in self._addresses:
+            if self._gone(node):
+                continue
             out = self._iptables(node, ["-S"])
             found += [f"{node}: {line}" for line in out.splitlines() if self._tag in line]
         return found

@@ -199,12 +199,11 @@ def build(src: Path = SOURCE_ROOT, say: Callable[[str], None] | None = None) -> 
     t0 = time.perf_counter()
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:12]}-", dir=root))
     try:
-        for rel in files:
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src / rel, tmp / rel)
         # The copy, not the repository, gets the positional ``_replace`` (see native_replace).
         texts = {rel: (src / rel).read_text() for rel in files}
-        for rel, text in native_replace.rewrite(texts, set(compiled)).items():
+        texts.update(native_replace.rewrite(texts, set(compiled)))
+        for rel, text in texts.items():
+            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
             (tmp / rel).write_text(text)
         env = {**os.environ, "MYPYC_OPT_LEVEL": "3"}
         cmd = [sys.executable, "-m", "mypyc", *compiled]

@@ -224,7 +224,9 @@ def plan(files: Mapping[str, str], compiled: set[str] | None = None) -> Plan:
                     keywords,
                 )
             )
-            assert out.helpers.setdefault(home, {}).setdefault(keywords, mine) == mine
+            # one builder per keyword set and module: the same classes whichever call made it
+            if out.helpers.setdefault(home, {}).setdefault(keywords, mine) != mine:
+                raise ValueError(f"{helper_name(keywords)} of {home} would build two class sets")
             names = {helper_name(k): k for k in out.helpers[home]}
             if len(names) != len(out.helpers[home]):
                 raise ValueError(f"two builders of {home} named alike: {sorted(names)}")
@@ -284,10 +286,12 @@ def _replace_keywords(node: ast.AST) -> tuple[str, ...] | None:
 def _render_all(raw: bytes, found: list[_Site], here: str) -> str:
     """``raw`` with each outermost site replaced (inner ones inside their arguments)."""
     found = sorted(found, key=lambda s: (s.start, -s.end))
-    return _render(raw, 0, len(raw), found, here).decode()
+    return _render(raw, _offsets(raw), 0, len(raw), found, here).decode()
 
 
-def _render(raw: bytes, a: int, b: int, found: list[_Site], here: str) -> bytes:
+def _render(
+    raw: bytes, starts: list[int], a: int, b: int, found: list[_Site], here: str
+) -> bytes:
     """Bytes ``raw[a:b]`` with every site inside it rewritten."""
     out = []
     pos = a
@@ -295,27 +299,26 @@ def _render(raw: bytes, a: int, b: int, found: list[_Site], here: str) -> bytes:
         if s.start < pos or s.end > b or s.start < a:
             continue  # nested in one already rendered, or outside this span
         out.append(raw[pos : s.start])
-        out.append(_call(raw, s, found, here))
+        out.append(_call(raw, starts, s, found, here))
         pos = s.end
     out.append(raw[pos:b])
     return b"".join(out)
 
 
-def _span(raw: bytes, node: ast.expr) -> tuple[int, int]:
-    starts = _offsets(raw)  # small files: recomputed per argument, kept simple
+def _span(starts: list[int], node: ast.expr) -> tuple[int, int]:
     assert node.end_lineno is not None and node.end_col_offset is not None
     start = starts[node.lineno - 1] + node.col_offset
     return start, starts[node.end_lineno - 1] + node.end_col_offset
 
 
-def _call(raw: bytes, s: _Site, found: list[_Site], here: str) -> bytes:
+def _call(raw: bytes, starts: list[int], s: _Site, found: list[_Site], here: str) -> bytes:
     func = s.node.func
     assert isinstance(func, ast.Attribute)
     parts = [func.value, *(k.value for k in s.node.keywords)]
     args = []
     for p in parts:
-        a, b = _span(raw, p)
-        args.append(b"(" + _render(raw, a, b, found, here) + b")")
+        a, b = _span(starts, p)
+        args.append(b"(" + _render(raw, starts, a, b, found, here) + b")")
     name = s.helper if s.home == here else f"{alias(s.home)}.{s.helper}"
     return name.encode() + b"(" + b", ".join(args) + b")"
 

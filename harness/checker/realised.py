@@ -16,7 +16,7 @@ Two things Kafka does on its own in a hwchaos run, which a scenario does not spe
   and ``leader_epoch_request F`` from 0.11 is a whole fetch round too (the playbook's
   ``do_leader_epoch_request``). A scenario's own ``fetch_request F`` finds a request in
   flight and leaves the state alone, as the playbook does (``do_fetch_request``).
-- **Every running broker checkpoints its HW itself**, every 50 ms
+- **Every running broker checkpoints its HW itself**, every 10 ms
   (``replica.high.watermark.checkpoint.interval.ms``, harness.readback.hw): after every
   event, each running replica's ``checkpoint`` is applied, so a crash leaves the HW it had,
   unless a ``stale_checkpoint`` fault set the file (kept until that broker restarts).

@@ -33,6 +33,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -56,6 +57,12 @@ RESET_TIMEOUT = 60.0
 """Bound of each wait of the reset (a broker to register, the old topic to go)."""
 DELETE_STALL = 15.0
 """After this long without the topic deleted, the brokers still holding it are restarted."""
+HALT_GRACE = 2.0
+"""Seconds a deletion the controller logged as halted may take to resume by itself before
+the brokers still holding the topic are restarted (instead of :data:`DELETE_STALL`)."""
+HALTED = re.compile(r"Halted deletion of topics (\S+)")
+"""TopicDeletionManager's line (controller.log, ZooKeeper mode, every release hwchaos runs:
+``markTopicIneligibleForDeletion``/``haltTopicDeletion``; "... due to <reason>" from 2.x)."""
 
 
 @dataclass
@@ -252,6 +259,20 @@ def _empty_logs(cluster: Cluster) -> None:
                     f.unlink()
 
 
+def _deletion_halted(cluster: Cluster, topic: str) -> bool:
+    """Some node's controller.log says the deletion of ``topic`` was halted (:data:`HALTED`).
+
+    The reset empties every log before the next run, and each run has its own topic, so a
+    line naming ``topic`` is this deletion's.
+    """
+    for name in cluster.nodes:
+        text = read_rotated(cluster.workdir / name / "logs" / "controller.log")
+        for m in HALTED.finditer(text):
+            if topic in m.group(1).split(","):
+                return True
+    return False
+
+
 def reset(cluster: Cluster, topic: str) -> list[str]:
     """Put a cluster a run has used back as a fresh one; returns what was done.
 
@@ -300,15 +321,27 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
             view.close()
         return not any(cluster.partition_dir(n, topic).exists() for n in cluster.brokers)
 
-    try:
-        _wait(gone, f"topic {topic} to be deleted", DELETE_STALL)
-    except ClusterError:
+    halted_at: list[float] = []
+
+    def gone_or_halted() -> bool:
+        if gone():
+            return True
+        if not halted_at and _deletion_halted(cluster, topic):
+            halted_at.append(time.monotonic())
+        return bool(halted_at) and time.monotonic() - halted_at[0] >= HALT_GRACE
+
+    with contextlib.suppress(ClusterError):
+        _wait(gone_or_halted, f"topic {topic} to be deleted", DELETE_STALL)
+    if not gone():
         # A ZooKeeper-mode controller can hold replicas of live brokers as offline after
         # the run's restarts (seen on 0.10.2.1 after kip966-last-replica-standing: "Dead
         # Replicas ... found", "Halted deletion"); a broker's startup resumes the deletion.
-        # Restart the brokers that still have the partition (observed on disk), once.
+        # Restart the brokers that still have the partition (observed on disk), once: as
+        # soon as the controller logged the halt (it cost 15 s a reset before), else after
+        # DELETE_STALL.
         stuck = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
-        _restart(cluster, stuck, done, f"(the controller had not deleted {topic} there)")
+        why = "halted" if halted_at else "had not"
+        _restart(cluster, stuck, done, f"(the controller {why} deleted {topic} there)")
     try:
         _wait(gone, f"topic {topic} to be deleted")
     except ClusterError:

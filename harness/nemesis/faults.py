@@ -8,7 +8,7 @@
   cut mid-write leaves it; Kafka's log recovery drops the torn batch at the next start.
 - stale HW checkpoint (a fault, never a model value): ``replication-offset-checkpoint`` is
   rewritten while the broker is down, so the restart reads the HW the scenario's
-  ``stale_checkpoint`` step names (otherwise Kafka checkpoints its own HW every 50 ms; see
+  ``stale_checkpoint`` step names (otherwise Kafka checkpoints its own HW every 10 ms; see
   kafka_config).
 - clean stop, restart, pause/resume (SIGSTOP/SIGCONT).
 - network partition of chosen links between brokers, controller, ZooKeeper and the

@@ -123,7 +123,7 @@ def test_explorer_hw_counterexample_is_confirmed_on_0_10(tmp_path: Path) -> None
     assert verdict is not None, why(info, verdict, run)
     assert info.model_match, why(info, verdict, run)
     # As written the ordering loses m1 (B restarts from a checkpoint that never saw HW 1); as
-    # played, Kafka writes B's own HW checkpoint (every 50 ms) before the crash and the
+    # played, Kafka writes B's own HW checkpoint (every 10 ms) before the crash and the
     # harness writes no model value into it, so B keeps m1: the model run on the events as
     # played says so too, and the run agrees with it.
     assert verdict.lost_acked == [] and _p.to_json()["lost_acked"] == ["m1"]

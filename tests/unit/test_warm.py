@@ -303,3 +303,36 @@ def test_the_clean_check_refuses_an_earlier_topics_deletion_still_pending(
     assert dirty(cluster(("someone-else",)), ["hwchaos"]) is None
     why = dirty(cluster(("hwchaos",)), ["hwchaos", "hwchaos-1"])
     assert why == "the deletion of topic hwchaos of an earlier run is not complete"
+
+
+def test_a_deletion_the_controller_halted_is_seen_in_its_log_for_that_topic_only(
+    tmp_path: Path,
+) -> None:
+    """The reset restarts the brokers that still hold a topic as soon as the ZooKeeper-mode
+    controller logged that it halted the topic's deletion (instead of after 15 s); the
+    line is TopicDeletionManager's, in the formats of 0.10 and of 2.x on."""
+    from types import SimpleNamespace
+
+    from harness.generator.warm import _deletion_halted
+
+    logs = tmp_path / "controller" / "logs"
+    logs.mkdir(parents=True)
+    (tmp_path / "A" / "logs").mkdir(parents=True)
+    cluster: Any = SimpleNamespace(nodes={"A": None, "controller": None}, workdir=tmp_path)
+    log = logs / "controller.log"
+    log.write_text(
+        "[2026-11-28 06:43:45,331] INFO [delete-topics-thread-0], Deletion of topic "
+        "hwchaos-1 (re)started (kafka.controller.TopicDeletionManager$DeleteTopicsThread)\n"
+        "[2026-11-28 06:43:45,400] INFO [delete-topics-thread-0], Halted deletion of topics "
+        "hwchaos-10 (kafka.controller.TopicDeletionManager)\n"
+    )
+    assert not _deletion_halted(cluster, "hwchaos-1")  # another run's topic
+    assert _deletion_halted(cluster, "hwchaos-10")  # 0.10.2.1
+    with log.open("a") as f:
+        f.write(
+            "[2026-11-28 06:43:46,001] INFO [Topic Deletion Manager 0] Halted deletion of "
+            "topics other,hwchaos-1 due to offline replicas "
+            "(kafka.controller.TopicDeletionManager)\n"
+        )
+    assert _deletion_halted(cluster, "hwchaos-1")  # 2.x on: a set, and a reason
+    assert not _deletion_halted(cluster, "hwchaos-2")

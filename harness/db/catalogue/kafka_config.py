@@ -2,7 +2,7 @@
 
 Why each setting: the harness, not Kafka's timers, decides when things happen.
 
-- ``replica.high.watermark.checkpoint.interval.ms`` is short (50 ms): every broker writes its
+- ``replica.high.watermark.checkpoint.interval.ms`` is short (10 ms): every broker writes its
   own in-memory HW to ``replication-offset-checkpoint`` continuously, which is how the harness
   observes each replica's HW after every step and what a crashed broker restarts with
   (harness.readback.hw). The harness never writes a model-predicted HW into it; only the
@@ -14,13 +14,16 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
   total (a resume of a few milliseconds does not always let it ping ZooKeeper); ``detect``
   does not wait for it: the harness deletes the dead broker's registration itself.
 - ``auto.leader.rebalance.enable=false``: no preferred-leader election behind the script.
-- ``request.timeout.ms`` (ZooKeeper mode) is 10 s, not 30: a follower that becomes follower
+- ``request.timeout.ms`` (ZooKeeper mode) is 5 s, not 30: a follower that becomes follower
   of another leader shuts its old fetcher thread down inside ``becomeLeaderOrFollower``
   (``ReplicaFetcherManager.shutdownIdleFetcherThreads``, under the replica state-change
   lock), and before 2.x that thread finishes its blocking Fetch first, bounded by this
   timeout (``ReplicaFetcherThread``'s NetworkClient). A fetch outstanding to a leader the
   harness holds paused therefore stalls every later LeaderAndIsr of that broker: on
-  0.10.2.1 the second of two held-back LeaderAndIsr came ~30 s after the heal, now ~10 s.
+  0.10.2.1 the second of two held-back LeaderAndIsr came ~30 s after the heal with the
+  default, ~10 s with 10 s, 4.3-4.7 s with 5 s (controller-queue-two-leader-changes,
+  controller-failover-missed-change). Five times ``replica.fetch.wait.max.ms``, so a Fetch
+  parked its full time at a leader on a loaded machine is still answered within it.
   The controller's channel (``ControllerChannelManager``) uses the same timeout: a request
   to a broker paused longer than it is resent on a new connection.
 - one partition, explicit assignment, no auto-created topics; ``__consumer_offsets`` (which
@@ -43,7 +46,7 @@ which the follower has the records but not yet the HW that covers them (the mode
 ``fetch`` is one request/response round): long enough for the harness to let the follower
 checkpoint its HW and pause it inside the window (harness.readback.hw), short enough that a
 produce step's wait for parked fetches to expire (playbook/produce.py) stays ~2 s."""
-REQUEST_TIMEOUT_MS = 10_000  # ZooKeeper mode; see the module docstring
+REQUEST_TIMEOUT_MS = 5_000  # ZooKeeper mode; see the module docstring
 BROKER_RETRY_MS = 1000
 """A KRaft broker's own ``broker.session.timeout.ms``: its registration and heartbeat retry
 backoff is capped at this (3.3) or half of it (4.0); see :func:`kraft_broker_properties`."""

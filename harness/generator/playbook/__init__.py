@@ -15,7 +15,7 @@ How a scripted ordering is made to happen on brokers that replicate continuously
   never knew F was gone (ZooKeeper mode; harness.nemesis.failover).
 - ``detect F`` deletes the dead broker's registration, which is what the expiry of its
   ZooKeeper session does, and waits until the controller's decision is in ZooKeeper.
-- ``checkpoint`` waits for Kafka's own HW checkpoint (written every 50 ms) to be stable;
+- ``checkpoint`` waits for Kafka's own HW checkpoint (written every 10 ms) to be stable;
   ``stale_checkpoint`` (a fault) and ``power_loss`` (the log cut to the LEO observed at the
   last ``flush``) are the only writes into a broker's files, each listed in writes.json.
 - After every step each replica's HW is read from what its broker wrote

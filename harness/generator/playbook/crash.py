@@ -2,7 +2,7 @@
 ``pause``/``resume``, ``restart``, ``checkpoint``/``stale_checkpoint``/``flush`` and
 ``torn_write``.
 
-``checkpoint F`` writes nothing: Kafka checkpoints every replica's HW itself every 50 ms
+``checkpoint F`` writes nothing: Kafka checkpoints every replica's HW itself every 10 ms
 (harness.db.catalogue.kafka_config), so the step waits until F's own file is stable and notes the
 value F wrote (a paused F's file is frozen at its HW when it was paused). No model value is
 ever written into a broker. ``stale_checkpoint`` is an explicit fault: the scenario's value

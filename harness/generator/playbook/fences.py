@@ -27,10 +27,11 @@ POLL_MAX = 0.1
 
 Why not a fixed 100 ms: most fences are reached within milliseconds of the step's action
 (a follower resumed for one fetch round, a leader that already answered, a checkpoint
-written every 50 ms), and a fixed interval made each of them wait for the next tick, ~50 ms
+written every 10 ms), and a fixed interval made each of them wait for the next tick, ~50 ms
 on average, 8-13 fences per run. The few polls more cost little CPU, and a fetch step that
 ends sooner pauses its follower sooner, well inside ``replica.fetch.wait.max.ms``. A fence
-that takes long still polls every 100 ms."""
+that takes long still polls every 100 ms (the fetch step's own fences every 20 ms:
+``playbook.fetch.ROUND_POLL``)."""
 
 
 @dataclass
@@ -55,9 +56,17 @@ class Observation:
 
 
 def wait_until(
-    check: Callable[[], Any], what: str, timeout: float, seen: Callable[[], str] | None = None
+    check: Callable[[], Any],
+    what: str,
+    timeout: float,
+    seen: Callable[[], str] | None = None,
+    poll_max: float = POLL_MAX,
 ) -> Any:
     """Poll ``check`` until it returns something truthy, or fail naming ``what``.
+
+    ``poll_max`` caps the time between polls: a fence whose moment opens a window Kafka's
+    timer closes (a follower's fetch round, see playbook/fetch.py) polls more often, so
+    the window is not spent waiting for the next poll.
 
     The wait is recorded (``what``, seconds) in the run's timings (:mod:`harness.timing`), so
     the run folder says which fence a slow step spent its time in.
@@ -65,7 +74,7 @@ def wait_until(
 
     @retry(
         stop=stop_after_delay(timeout),
-        wait=wait_exponential(multiplier=POLL_FIRST, min=POLL_FIRST, max=POLL_MAX),
+        wait=wait_exponential(multiplier=POLL_FIRST, min=POLL_FIRST, max=poll_max),
         retry=retry_if_result(lambda v: not v),
     )
     def poll() -> Any:

@@ -53,6 +53,13 @@ DIVERGENT_HOLDS = 0.1
 fetch round counts as done (what two polls 100 ms apart gave before fences polled faster)."""
 
 
+ROUND_POLL = 0.02
+"""Seconds between polls of the fences inside a follower's fetch step: its round opens the
+window (its next Fetch parked at the leader for ``replica.fetch.wait.max.ms``) in which F
+must be paused, and a fence polling every 100 ms (``fences.POLL_MAX``) spent up to a tenth
+of that window noticing it was reached."""
+
+
 class FetchSteps(Settling):
     """``fetch``, ``fetch_request``, ``leader_epoch_request``; a held-back follower's fetch."""
 
@@ -226,6 +233,7 @@ class FetchSteps(Settling):
                 ),
                 f"{name} to apply the leader's HW",
                 FETCH_WAIT_MAX_MS / 1000 + 5.0,
+                poll_max=ROUND_POLL,
             )
         except FenceTimeout:
             got = checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
@@ -321,7 +329,13 @@ class FetchSteps(Settling):
                 return True
             return divergent(truncated)
 
-        wait_until(done, f"{name} to complete a fetch round from {lead}", self.timeout, self._seen)
+        wait_until(
+            done,
+            f"{name} to complete a fetch round from {lead}",
+            self.timeout,
+            self._seen,
+            poll_max=ROUND_POLL,
+        )
         if self.gone(name):
             return
         isr = [self.by_id[i] for i in self.view().isr if i in self.by_id]
@@ -342,6 +356,7 @@ class FetchSteps(Settling):
             f"leader HW to reach {settled}",
             self.timeout,
             self._seen,
+            poll_max=ROUND_POLL,
         )
         # Drain the reports the HW now makes due (bounded): a record the leader holds below
         # its HW is acknowledged, its report on the way. A pending record above the HW has
@@ -370,7 +385,12 @@ class FetchSteps(Settling):
         if self.names.index(name) not in want or bid in self.view().isr or self.gone(name):
             return ""
         try:
-            wait_until(lambda: bid in self.view().isr, f"{name} to rejoin the ISR", 10.0)
+            wait_until(
+                lambda: bid in self.view().isr,
+                f"{name} to rejoin the ISR",
+                10.0,
+                poll_max=ROUND_POLL,
+            )
         except FenceTimeout:
             return f"the model has {name} back in the ISR; the controller still has {self._seen()}"
         return ""

@@ -340,8 +340,8 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
         # soon as the controller logged the halt (it cost 15 s a reset before), else after
         # DELETE_STALL.
         stuck = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
-        why = "halted" if halted_at else "had not"
-        _restart(cluster, stuck, done, f"(the controller {why} deleted {topic} there)")
+        why = f"halted the deletion of {topic}" if halted_at else f"had not deleted {topic} there"
+        _restart(cluster, stuck, done, f"(the controller {why})")
     try:
         _wait(gone, f"topic {topic} to be deleted")
     except ClusterError:

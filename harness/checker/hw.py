@@ -10,12 +10,18 @@ the final logs differ. A replica without a partition on disk (-1) is not compare
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 HW_SOURCE = "replication-offset-checkpoint"
 """What :func:`hw_check` compares: each broker's own HW checkpoint (all versions)."""
+
+CARRIED = re.compile(r"harness: (\S+) held .*: applied when \S+ next runs")
+"""A harness note whose effect shows at a later step: replicas (``B`` or ``B,C``) that hold
+an answer unread (playbook/crash.py ``_answers_unread``: a killed leader's answer to a
+parked Fetch). It is a hint of that replica's next HW difference, wherever it shows."""
 
 
 @dataclass
@@ -87,9 +93,11 @@ def hw_check(
     where the controller's observed decision already does.
     """
     out = HwCheck()
+    carried: dict[str, str] = {}  # replica -> an earlier step's note that explains it
     for obs in observations:
         seen: dict[str, int] = dict(getattr(obs, "hw", {}) or {})
         if not seen or obs.step - 1 >= len(predicted_hw):
+            _carry(obs, carried)
             continue
         stable: dict[str, bool] = dict(getattr(obs, "hw_stable", {}) or {})
         want = predicted_hw[obs.step - 1]
@@ -114,9 +122,17 @@ def hw_check(
                     got,
                     HW_SOURCE,
                     stable.get(name, True),
-                    _hint(obs, controller[obs.step - 1] if controller else None),
+                    "; ".join(
+                        x
+                        for x in (
+                            _hint(obs, controller[obs.step - 1] if controller else None),
+                            carried.pop(name, ""),
+                        )
+                        if x
+                    ),
                 )
             )
+        _carry(obs, carried)
         wire = int(getattr(obs, "leader_hw_wire", -1))
         lead = getattr(obs, "leader", "")
         if wire >= 0 and lead and seen.get(lead, -1) >= 0 and seen[lead] != wire:
@@ -127,6 +143,16 @@ def hw_check(
             out.steps_compared += 1
             out.steps_agreeing += int(step_ok)
     return out
+
+
+def _carry(obs: Any, carried: dict[str, str]) -> None:
+    """Keep the :data:`CARRIED` notes of step ``obs`` for the replicas they name."""
+    for n in getattr(obs, "notes", []) or []:
+        for part in n.split("; "):
+            m = CARRIED.match(part.strip())
+            if m:
+                for name in m.group(1).split(","):
+                    carried[name] = f"step {obs.step}: {part.strip()}"
 
 
 def _hint(obs: Any, want: tuple[str, list[str]] | None) -> str:

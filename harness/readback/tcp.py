@@ -100,17 +100,10 @@ def _wildcard(ip: str) -> bool:
     return ipaddress.ip_address(ip).is_unspecified
 
 
-def answered(follower_pid: int, target_pid: int) -> bool | None:
-    """Whether no request of process ``follower_pid`` (paused) to process ``target_pid``'s
-    listeners is still unanswered.
-
-    True: every connection from the follower to one of the target's listening addresses
-    has bytes waiting in the follower's receive queue (the answer came) or is no longer
-    established (no answer can come), or there is none. False: one is established with
-    nothing received. None: cannot tell (see the module docstring). A listener bound to a
-    wildcard address matches every connection to its port, which only ever makes the
-    answer False where it could have been True.
-    """
+def _to_target(follower_pid: int, target_pid: int) -> list[TcpSocket] | None:
+    """The follower's connections to one of the target's listening addresses (None: cannot
+    tell, see the module docstring). A listener bound to a wildcard address matches every
+    connection to its port."""
     mine = process_sockets(follower_pid)
     theirs = process_sockets(target_pid)
     if mine is None or theirs is None:
@@ -120,14 +113,40 @@ def answered(follower_pid: int, target_pid: int) -> bool | None:
     listeners = [s.local for s in theirs if s.state == LISTEN]
     if not listeners:
         return None
-
-    def to_target(s: TcpSocket) -> bool:
-        return any(
+    return [
+        s
+        for s in mine
+        if s.state != LISTEN
+        and any(
             s.remote[1] == port and (s.remote[0] == ip or _wildcard(ip)) for ip, port in listeners
         )
+    ]
 
-    return all(
-        s.rx_queue > 0 or s.state != ESTABLISHED
-        for s in mine
-        if s.state != LISTEN and to_target(s)
-    )
+
+def answered(follower_pid: int, target_pid: int) -> bool | None:
+    """Whether no request of process ``follower_pid`` (paused) to process ``target_pid``'s
+    listeners is still unanswered.
+
+    True: every connection from the follower to one of the target's listening addresses
+    has bytes waiting in the follower's receive queue (the answer came) or is no longer
+    established (no answer can come), or there is none. False: one is established with
+    nothing received. None: cannot tell (see the module docstring). A wildcard listener
+    only ever makes the answer False where it could have been True.
+    """
+    conns = _to_target(follower_pid, target_pid)
+    if conns is None:
+        return None
+    return all(s.rx_queue > 0 or s.state != ESTABLISHED for s in conns)
+
+
+def answer_waiting(follower_pid: int, target_pid: int) -> bool | None:
+    """Whether an answer of ``target_pid`` waits unread in paused ``follower_pid``'s socket.
+
+    True: a connection from the follower to one of the target's listening addresses has
+    bytes in its receive queue (the follower applies them when it next runs, even after the
+    target died: the bytes are the follower's kernel's). False: none has. None: cannot tell.
+    """
+    conns = _to_target(follower_pid, target_pid)
+    if conns is None:
+        return None
+    return any(s.rx_queue > 0 for s in conns)

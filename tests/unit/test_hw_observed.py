@@ -285,3 +285,25 @@ def test_a_late_pause_the_harness_noted_is_named_in_the_mismatch() -> None:
     res = hw_check(["A", "B"], [[0, 0], [1, 0]], [obs])
     assert res.first is not None and res.first.hint == late
     assert late in res.first.describe()
+
+
+def test_an_answer_unread_at_the_leaders_kill_explains_that_followers_later_hw() -> None:
+    """A killed leader's answer left in a paused follower's socket is applied when the
+    follower next runs (a later step): the playbook notes it at the kill, and the first HW
+    difference of that follower, not of another, carries the note."""
+    from harness.generator.playbook.crash import unread_note
+
+    note = unread_note(["B"], "A")
+    crash = Obs(6, "crash leader", {"A": 2, "B": 1, "C": 1})
+    crash.notes = ["", note]  # type: ignore[attr-defined]
+    detect = Obs(7, "detect leader", {"A": 2, "B": 2, "C": 2})
+    hws = [[0, 0, 0]] * 5 + [[2, 1, 1], [2, 1, 1]]
+    res = hw_check(["A", "B", "C"], hws, [crash, detect])
+    by_replica = {m.replica: m for m in res.mismatches}
+    assert set(by_replica) == {"B", "C"}
+    assert by_replica["B"].hint == f"step 6: {note}"
+    assert by_replica["C"].hint == ""
+    both = Obs(6, "crash leader", {"A": 2, "B": 1, "C": 1})
+    both.notes = [unread_note(["B", "C"], "A")]  # type: ignore[attr-defined]
+    res = hw_check(["A", "B", "C"], hws, [both, detect])
+    assert all(m.hint.startswith("step 6: harness: B,C held A's") for m in res.mismatches)

@@ -98,3 +98,33 @@ def test_parse_table_keeps_only_the_given_inodes() -> None:
     text = head + row.format(n=0, inode=11) + row.format(n=1, inode=12)
     assert [s.inode for s in tcp.parse_table(text)] == [11, 12]
     assert [s.inode for s in tcp.parse_table(text, {12})] == [12]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux /proc")
+def test_answer_waiting_sees_unread_bytes_that_outlive_the_answering_side() -> None:
+    """An answer in a paused follower's socket is still there after the leader's side is
+    gone (a crashed leader's answer is applied when the follower next runs)."""
+    leader = socket.socket()
+    leader.bind(("127.0.0.1", 0))
+    leader.listen()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(leader.getsockname()[1])],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        conn, _ = leader.accept()
+        assert conn.recv(5) == b"fetch"
+        os.kill(child.pid, signal.SIGSTOP)
+        me = os.getpid()
+        assert tcp.answer_waiting(child.pid, me) is False  # parked, nothing sent back
+        conn.sendall(b"answer")
+        assert _until(lambda: tcp.answer_waiting(child.pid, me)) is True
+        conn.close()  # the leader's side closes (a killed JVM's sockets do)
+        assert tcp.answer_waiting(child.pid, me) is True  # the bytes are the follower's
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        leader.close()
+    assert tcp.answer_waiting(2**22 + 12345, os.getpid()) is None

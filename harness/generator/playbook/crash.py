@@ -25,7 +25,18 @@ from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import StepPrevented, wait_until
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
+from harness.readback import tcp
 from reference_model.events import Event
+
+
+def unread_note(who: list[str], leader: str) -> str:
+    """The note of followers ``who`` holding killed ``leader``'s answer unread; the HW
+    check carries it to their next HW difference (``harness.checker.hw.CARRIED``)."""
+    names = ",".join(who)
+    return (
+        f"harness: {names} held {leader}'s answer to a parked Fetch unread when {leader} "
+        f"was killed: applied when {names} next runs"
+    )
 
 
 class CrashSteps(Settling):
@@ -92,16 +103,39 @@ class CrashSteps(Settling):
         if name in self.checkpoint_hw:
             self._write_stale_checkpoint(name)
 
+    def _answers_unread(self, name: str) -> str:
+        """A note when a paused follower holds an answer of leader ``name``, about to be
+        killed, unread in its socket; else "".
+
+        A follower paused after its fetch round leaves its next Fetch parked at the leader,
+        answered when ``replica.fetch.wait.max.ms`` runs out. Answered before the kill, the
+        answer is in the follower's kernel and the follower applies it (a newer HW) when it
+        next runs, although its leader died: as if the round had been completed before the
+        crash, which the model's in-flight request is not. Observed
+        (``tcp.answer_waiting``), so a HW difference at a later step says why.
+        """
+        lead_pid = self.cluster.host_pid(name)
+        if lead_pid is None or self.leader() != name:
+            return ""
+        who = [
+            n
+            for n in sorted((self.held | self.user_paused) - self.down - {name})
+            if (pid := self.cluster.host_pid(n)) is not None and tcp.answer_waiting(pid, lead_pid)
+        ]
+        return unread_note(who, name) if who else ""
+
     @plays("crash")
     def do_crash(self, k: int, ev: Event, name: str) -> str:
         if name in self.down:
             return f"{name} is already down"
+        unread = self._answers_unread(name)
         nemesis.crash(self.cluster, name)
         self._after_kill(name)
-        return ""
+        return unread
 
     @plays("power_loss")
     def do_power_loss(self, k: int, ev: Event, name: str) -> str:
+        unread = self._answers_unread(name)
         lost = nemesis.power_loss(self.cluster, name, self.flushed[name])
         self.record_write(
             name,
@@ -112,7 +146,7 @@ class CrashSteps(Settling):
             f"({lost} bytes)",
         )
         self._after_kill(name)
-        return f"{lost} unflushed bytes lost"
+        return "; ".join(x for x in (f"{lost} unflushed bytes lost", unread) if x)
 
     @plays("clean_shutdown")
     def do_clean_shutdown(self, k: int, ev: Event, name: str) -> str:

@@ -20,8 +20,14 @@ empty at the first run (no class-data archive, no KRaft format template), as on 
 machine; the later runs find what the first one left, as every later run does. The cold run
 is reported apart and left out of the median. ``--no-cold`` keeps the user's cache.
 
+*Side by side* (``--jobs N``): the whole catalogue on every version as a CI job plays it,
+``hwchaos matrix --jobs N`` (N harness processes, each with its own ports, networks and warm
+clusters; ``docs/speed.md``): the whole catalogue's figure is then the matrix's wall time,
+and each version's median is of runs that shared the machine with N-1 others. The serial
+figures (without ``--jobs``) are each run's time on an otherwise idle machine.
+
 Run: .venv/bin/python benchmarks/bench_catalogue.py [--versions 0.10.2.1,4.0.0]
-[--scenarios kip101-scenario1,...] [--no-cold] [--fresh] [--backend docker]
+[--scenarios kip101-scenario1,...] [--no-cold] [--fresh] [--backend docker] [--jobs 3]
 Needs Kafka release trees (HWCHAOS_KAFKA_DISTS, default /opt/kafka-dists); a version without
 one is reported as skipped. ``--backend docker`` plays in containers of the hwchaos images
 (a Docker daemon; the image is built on first use). Network-partition scenarios need root
@@ -32,10 +38,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,6 +182,53 @@ def report(
                      None, None))  # fmt: skip
 
 
+def from_folder(run_json: Path) -> tuple[str, Run]:
+    """(version, the run) from a run folder's ``run.json`` (what :func:`one` returns)."""
+    info = json.loads(run_json.read_text())
+    extra = info.get("extra", {})
+    timings = extra.get("timings", {})
+    phases = {p["name"]: float(p["seconds"]) for p in timings.get("phases", [])}
+    cpu = timings.get("cpu_seconds", {})
+    return info["version"], Run(
+        info["scenario"],
+        float(extra.get("seconds", 0.0)),
+        phases.get("cluster_start", 0.0),
+        sum(s for n, s in phases.items() if n.startswith("step ")),
+        float(cpu.get("harness", 0.0)) + float(cpu.get("jvms", 0.0)),
+        info["verdict"],
+        bool((extra.get("cluster") or {}).get("reused")),
+    )
+
+
+def side_by_side(
+    versions: list[str], scenarios: list[str], jobs: int, backend: str, root: Path
+) -> float | None:
+    """``hwchaos matrix --jobs N`` over ``scenarios`` x ``versions`` into ``root``; its wall
+    seconds (None: the matrix did not finish every cell), then the per-version lines."""
+    cmd = [
+        sys.executable, "-m", "harness.cli", "matrix", "--out", str(root),
+        "--versions", ",".join(versions), "--jobs", str(jobs), "--backend", backend,
+        "--scenarios", *[str(SCENARIO_DIR / f"{s}.yaml") for s in scenarios],
+    ]  # fmt: skip
+    t0 = time.monotonic()
+    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
+    wall = time.monotonic() - t0
+    per: dict[str, list[Run]] = {}
+    for run_json in sorted(root.glob("*/run.json")):
+        version, r = from_folder(run_json)
+        per.setdefault(version, []).append(r)
+        print(f"{version:<12} {r.scenario:<34} {r.seconds:6.1f}s cpu {r.cpu:5.1f}s {r.verdict}"
+              + (" (reused)" if r.reused else ""), file=sys.stderr)  # fmt: skip
+    for version in versions:
+        runs = per.get(version, [])
+        if runs:
+            target = TARGET_KRAFT if resolve_version(version).mode == "kraft" else TARGET_ZK
+            report(f"{version} (matrix --jobs {jobs})", target, runs, None, backend)
+    played = sum(len(r) for r in per.values())
+    complete = done.returncode == 0 and played == len(versions) * len(scenarios)
+    return wall if complete else None
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--versions", default=",".join(PROFILES))
@@ -182,9 +238,23 @@ def main() -> None:
     p.add_argument("--fresh", action="store_true", help="a fresh cluster for every run")
     p.add_argument("--backend", default="local", choices=("local", "docker"),
                    help="JVMs on this host, or containers of the hwchaos images")  # fmt: skip
+    p.add_argument("--jobs", type=int, default=0,
+                   help="every version side by side: matrix --jobs N (wall time)")  # fmt: skip
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="hwchaos-catalogue-"))
     scenarios = args.scenarios.split(",")
+    if args.jobs > 0:
+        print(f"load average at start: {os.getloadavg()}", file=sys.stderr)
+        versions = args.versions.split(",")
+        wall = side_by_side(versions, scenarios, args.jobs, args.backend, root)
+        print(bench_line(f"whole catalogue, every version above, matrix --jobs {args.jobs} "
+                         "(wall)", "-" if wall is None else wall, "s", f"<= {TARGET_ALL:.0f} s",
+                         None if wall is None else wall <= TARGET_ALL))  # fmt: skip
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(bench_line("load average (1, 5, 15 min) at the end", load, "", None, None))
+        print(f"run folders: {root}", file=sys.stderr)
+        print("\n".join(table_of([root]).lines()), file=sys.stderr)
+        return
     total = 0.0
     complete = True
     print(f"load average at start: {os.getloadavg()}", file=sys.stderr)

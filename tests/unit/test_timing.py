@@ -75,6 +75,20 @@ def test_a_fence_polls_soon_then_every_100_ms(monkeypatch: pytest.MonkeyPatch) -
     assert naps == pytest.approx([0.01, 0.02, 0.04, 0.08, 0.1, 0.1, 0.1])
 
 
+def test_a_fetch_steps_fence_polls_at_most_every_20_ms(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``poll_max`` caps the doubling: the fetch step's fences (``fetch.ROUND_POLL``) notice
+    the end of a round within 20 ms, inside the window in which the follower is paused."""
+    import time
+
+    from harness.generator.playbook.fetch import ROUND_POLL
+
+    naps: list[float] = []
+    monkeypatch.setattr(time, "sleep", naps.append)
+    calls = iter([False] * 5 + [True])
+    assert wait_until(lambda: next(calls), "a round", 5.0, poll_max=ROUND_POLL) is True
+    assert naps == pytest.approx([0.01, 0.02, 0.02, 0.02, 0.02])
+
+
 def test_holds_for_counts_wall_time_not_polls() -> None:
     """fences.HoldsFor: a condition counts once it held for its seconds; polls 10 ms apart
     do not make 0.1 s, and a False in between starts over."""

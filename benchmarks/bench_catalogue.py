@@ -214,7 +214,7 @@ def side_by_side(
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False)
     wall = time.monotonic() - t0
     per: dict[str, list[Run]] = {}
-    for run_json in sorted(root.glob("*/run.json")):
+    for run_json in sorted(root.rglob("run.json")):  # matrix: cells/<cell>/run.json
         version, r = from_folder(run_json)
         per.setdefault(version, []).append(r)
         print(f"{version:<12} {r.scenario:<34} {r.seconds:6.1f}s cpu {r.cpu:5.1f}s {r.verdict}"

@@ -145,3 +145,27 @@ def test_fence_timeout_is_one_class_for_the_playbook_and_the_modes() -> None:
     from harness.generator.playbook.fences import FenceTimeout as PlaybookFenceTimeout
 
     assert PlaybookFenceTimeout is FenceTimeout
+
+
+SENT_2X = "[2026-11-28 07:36:25,125] TRACE [Controller id=0 epoch=1] Sending become-follower LeaderAndIsr request PartitionState(controllerEpoch=1, leader=-1, leaderEpoch=3, isr=3, zkVersion=3, replicas=1,2,3, isNew=false) to broker 2 for partition hwchaos-3-0 (state.change.logger)\n"  # noqa: E501
+REFUSED_2X = "[2026-11-28 07:36:25,125] WARN [Channel manager on controller 0]: Not sending request (type=LeaderAndIsRequest, controllerId=0, controllerEpoch=1, partitionStates={hwchaos-3-0=PartitionState(controllerEpoch=1, leader=-1, leaderEpoch=3, isr=3, zkVersion=3, replicas=1,2,3, isNew=false)}, liveLeaders=()) to broker {id}, since it is offline. (kafka.controller.ControllerChannelManager)\n"  # noqa: E501
+STOP_REFUSED = "[2026-11-28 07:36:25,079] WARN [Channel manager on controller 0]: Not sending request (type=StopReplicaRequest, controllerId=0, controllerEpoch=1, deletePartitions=false, partitions=hwchaos-3-0) to broker 2, since it is offline. (kafka.controller.ControllerChannelManager)\n"  # noqa: E501
+
+
+def test_a_leader_and_isr_the_controller_dropped_for_an_offline_broker_is_not_pending(
+    tmp_path: Path,
+) -> None:
+    """Seen on 2.1.1 (power-loss-all-replicas, load 7): the controller handled the failures
+    of A, B and C one after another and logged "Sending ... to broker 1" for decisions its
+    channel then dropped ("Not sending request ... since it is offline"); A, restarted,
+    handled the one it was sent, and the fence waited 45 s for the dropped one."""
+    c = _cluster(tmp_path)
+    log = LeaderAndIsrLog(c, lambda: ["controller"])
+    log.mark("B")
+    _append(c.state_change_log("controller"), SENT_2X)
+    controller_log = tmp_path / "controller" / "controller.log"
+    _append(controller_log, STOP_REFUSED + REFUSED_2X.replace("{id}", "3"))
+    assert log.pending("B") == 1  # another broker's refusal, a StopReplica: still pending
+    _append(controller_log, REFUSED_2X.replace("{id}", "2"))
+    assert log.pending("B") == 0
+    log.settle("B", _wait_once)

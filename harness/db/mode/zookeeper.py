@@ -287,6 +287,12 @@ LAI_SENT_REQUEST = re.compile(r"Sending LeaderAndIsr request to broker (\d+) wit
 LAI_SENT_PARTITION = re.compile(
     r"(?i)sending become-(?:leader|follower) LeaderAndIsr request .* to broker (\d+) for partition"
 )
+# ControllerChannelManager.sendRequest (controller.log, every release): a request to a broker
+# the controller no longer counts live is dropped, after the state-change log said "Sending"
+# (a broker failure handled while an earlier one's decisions go out). Not sent, not pending.
+LAI_REFUSED = re.compile(
+    r"Not sending request \(type=LeaderAndIsRequest\b.*? to broker (\d+), since it is offline"
+)
 
 
 class LeaderAndIsrLog(Decisions):
@@ -305,11 +311,17 @@ class LeaderAndIsrLog(Decisions):
         return len(pattern.findall(text))
 
     def sent(self, name: str) -> int:
-        """LeaderAndIsr requests sent to ``name`` by every controller of the run so far."""
+        """LeaderAndIsr requests sent to ``name`` by every controller of the run so far (less
+        those the controller's channel dropped: ``name`` was offline, :data:`LAI_REFUSED`)."""
         total = 0
         bid = str(self.cluster.brokers[name].broker_id)
         for controller in self.controllers():
-            text = read_rotated(self.cluster.state_change_log(controller))
+            # The refusals first: a refusal read is then always of a "Sending" line written
+            # before it, so a request is never subtracted without having been counted.
+            log = self.cluster.state_change_log(controller)
+            refused = read_rotated(log.with_name("controller.log"))
+            total -= sum(1 for m in LAI_REFUSED.finditer(refused) if m.group(1) == bid)
+            text = read_rotated(log)
             pattern = LAI_SENT_REQUEST if LAI_SENT_REQUEST.search(text) else LAI_SENT_PARTITION
             total += sum(1 for m in pattern.finditer(text) if m.group(1) == bid)
         return total

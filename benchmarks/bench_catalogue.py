@@ -48,6 +48,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -108,17 +109,23 @@ def one(
     scenario: str, version: str, root: Path, warm: WarmClusters | None, backend: str
 ) -> Run:
     info, record = play(scenario, version, root / f"{scenario}__{version}", warm, backend)
-    timings = info.extra.get("timings", {})
+    reused = bool(record.cluster is not None and record.cluster.reused)
+    return run_of(scenario, info.extra, info.verdict, reused)
+
+
+def run_of(scenario: str, extra: dict[str, Any], verdict: str, reused: bool) -> Run:
+    """A :class:`Run` from a run's ``extra`` (``run.json``): wall seconds and timings."""
+    timings = extra.get("timings", {})
     phases = {p["name"]: float(p["seconds"]) for p in timings.get("phases", [])}
     cpu = timings.get("cpu_seconds", {})
     return Run(
         scenario,
-        float(info.extra.get("seconds", 0.0)),
+        float(extra.get("seconds", 0.0)),
         phases.get("cluster_start", 0.0),
         sum(s for n, s in phases.items() if n.startswith("step ")),
         float(cpu.get("harness", 0.0)) + float(cpu.get("jvms", 0.0)),
-        info.verdict,
-        bool(record.cluster is not None and record.cluster.reused),
+        verdict,
+        reused,
     )
 
 
@@ -186,18 +193,8 @@ def from_folder(run_json: Path) -> tuple[str, Run]:
     """(version, the run) from a run folder's ``run.json`` (what :func:`one` returns)."""
     info = json.loads(run_json.read_text())
     extra = info.get("extra", {})
-    timings = extra.get("timings", {})
-    phases = {p["name"]: float(p["seconds"]) for p in timings.get("phases", [])}
-    cpu = timings.get("cpu_seconds", {})
-    return info["version"], Run(
-        info["scenario"],
-        float(extra.get("seconds", 0.0)),
-        phases.get("cluster_start", 0.0),
-        sum(s for n, s in phases.items() if n.startswith("step ")),
-        float(cpu.get("harness", 0.0)) + float(cpu.get("jvms", 0.0)),
-        info["verdict"],
-        bool((extra.get("cluster") or {}).get("reused")),
-    )
+    reused = bool((extra.get("cluster") or {}).get("reused"))
+    return info["version"], run_of(info["scenario"], extra, info["verdict"], reused)
 
 
 def side_by_side(

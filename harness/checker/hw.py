@@ -103,6 +103,7 @@ def hw_check(
         want = predicted_hw[obs.step - 1]
         step_ok = True
         compared = 0
+        step_hint = _hint(obs, controller[obs.step - 1] if controller else None)
         for i, name in enumerate(names):
             got = seen.get(name, -1)
             if got < 0:
@@ -122,14 +123,7 @@ def hw_check(
                     got,
                     HW_SOURCE,
                     stable.get(name, True),
-                    "; ".join(
-                        x
-                        for x in (
-                            _hint(obs, controller[obs.step - 1] if controller else None),
-                            carried.pop(name, ""),
-                        )
-                        if x
-                    ),
+                    "; ".join(x for x in (step_hint, carried.pop(name, "")) if x),
                 )
             )
         _carry(obs, carried)

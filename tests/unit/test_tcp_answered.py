@@ -14,6 +14,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -52,8 +54,10 @@ def test_parse_table_reads_addresses_queue_and_inode() -> None:
     assert (s.state, s.rx_queue, s.inode) == (tcp.ESTABLISHED, 26, 4242)
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux /proc")
-def test_answered_follows_the_paused_followers_receive_queue() -> None:
+@contextmanager
+def _paused_follower() -> Iterator[tuple[int, socket.socket]]:
+    """A child that listened, sent its "fetch" to this process's listener and was stopped:
+    (its pid, this side's connection to it). Killed and reaped afterwards."""
     leader = socket.socket()
     leader.bind(("127.0.0.1", 0))
     leader.listen()
@@ -67,15 +71,21 @@ def test_answered_follows_the_paused_followers_receive_queue() -> None:
         conn, _ = leader.accept()
         assert conn.recv(5) == b"fetch"
         os.kill(child.pid, signal.SIGSTOP)
-        me = os.getpid()
-        assert tcp.answered(child.pid, me) is False  # parked: nothing came back yet
-        conn.sendall(b"answer")
-        assert _until(lambda: tcp.answered(child.pid, me)) is True
-        conn.close()
+        yield child.pid, conn
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         leader.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux /proc")
+def test_answered_follows_the_paused_followers_receive_queue() -> None:
+    with _paused_follower() as (pid, conn):
+        me = os.getpid()
+        assert tcp.answered(pid, me) is False  # parked: nothing came back yet
+        conn.sendall(b"answer")
+        assert _until(lambda: tcp.answered(pid, me)) is True
+        conn.close()
 
 
 def test_unreadable_or_listenerless_process_cannot_tell() -> None:
@@ -104,27 +114,11 @@ def test_parse_table_keeps_only_the_given_inodes() -> None:
 def test_answer_waiting_sees_unread_bytes_that_outlive_the_answering_side() -> None:
     """An answer in a paused follower's socket is still there after the leader's side is
     gone (a crashed leader's answer is applied when the follower next runs)."""
-    leader = socket.socket()
-    leader.bind(("127.0.0.1", 0))
-    leader.listen()
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(leader.getsockname()[1])],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        conn, _ = leader.accept()
-        assert conn.recv(5) == b"fetch"
-        os.kill(child.pid, signal.SIGSTOP)
+    with _paused_follower() as (pid, conn):
         me = os.getpid()
-        assert tcp.answer_waiting(child.pid, me) is False  # parked, nothing sent back
+        assert tcp.answer_waiting(pid, me) is False  # parked, nothing sent back
         conn.sendall(b"answer")
-        assert _until(lambda: tcp.answer_waiting(child.pid, me)) is True
+        assert _until(lambda: tcp.answer_waiting(pid, me)) is True
         conn.close()  # the leader's side closes (a killed JVM's sockets do)
-        assert tcp.answer_waiting(child.pid, me) is True  # the bytes are the follower's
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        leader.close()
+        assert tcp.answer_waiting(pid, me) is True  # the bytes are the follower's
     assert tcp.answer_waiting(2**22 + 12345, os.getpid()) is None

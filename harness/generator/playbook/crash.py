@@ -114,12 +114,13 @@ class CrashSteps(Settling):
         crash, which the model's in-flight request is not. Observed
         (``tcp.answer_waiting``), so a HW difference at a later step says why.
         """
+        paused = sorted((self.held | self.user_paused) - self.down - {name})
         lead_pid = self.cluster.host_pid(name)
-        if lead_pid is None or self.leader() != name:
+        if not paused or lead_pid is None or self.leader() != name:
             return ""
         who = [
             n
-            for n in sorted((self.held | self.user_paused) - self.down - {name})
+            for n in paused
             if (pid := self.cluster.host_pid(n)) is not None and tcp.answer_waiting(pid, lead_pid)
         ]
         return unread_note(who, name) if who else ""

@@ -19,6 +19,7 @@ import time
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
+from harness.generator.playbook.fetch import ROUND_POLL
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
 from reference_model.events import Event
@@ -81,6 +82,9 @@ class IsrSteps(Settling):
                 f"the leader {lead} to shrink {name} out of the ISR",
                 max(self.timeout, limit / 1000 + 15),
                 self._seen,
+                # the shrink raises the leader's HW and a follower run meanwhile takes it
+                # with its parked Fetch's answer: its pause (below) must follow at once
+                poll_max=ROUND_POLL,
             )
         except FenceTimeout as exc:
             raise FenceTimeout(

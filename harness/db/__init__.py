@@ -83,6 +83,8 @@ class Cluster(ABC):
     topic: str = TOPIC
     # Nodes stopped on purpose: a node exiting while the mode waits is an error, unless listed.
     expected_down: set[str]
+    # Why a start attempt failed before the one that came up (the local runtime retries once).
+    failed_starts: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ runtime capabilities
 

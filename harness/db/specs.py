@@ -17,6 +17,15 @@ class ClusterError(RuntimeError):
     """A cluster could not be started or reached; the message is one line."""
 
 
+class NodeExited(ClusterError):
+    """A node's JVM exited on its own while the harness waited on it (``node``, ``code``)."""
+
+    def __init__(self, message: str, node: str, code: int) -> None:
+        super().__init__(message)
+        self.node = node
+        self.code = code
+
+
 class FenceTimeout(RuntimeError):
     """A step's precondition never became true; the run stops rather than guess.
 

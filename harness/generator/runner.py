@@ -141,6 +141,8 @@ def play(
             )
             with timing.phase("cluster_start"):
                 cluster.start()
+            for why in cluster.failed_starts:  # set-up, not judged: said, and kept aside
+                progress(f"a first start failed and was retried on fresh ports: {why}")
         record.timings["cluster_up"] = round(time.perf_counter() - t0, 3)
         progress(f"cluster up in {record.timings['cluster_up']:.1f}s")
         missing = network_unavailable(cluster, want)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
 
 from harness import timing
-from harness.db.specs import BrokerSpec, ClusterError, Runtime, TopicSpec
+from harness.db.exits import exit_cause
+from harness.db.specs import BrokerSpec, ClusterError, NodeExited, Runtime, TopicSpec
 
 if TYPE_CHECKING:
     from harness.db.catalogue.versions import KafkaVersion
@@ -47,9 +48,14 @@ def await_state(
         for n in cluster.nodes if name is None else [name]:
             code = cluster.exit_code(n)
             if code is not None and n not in cluster.expected_down:
-                raise ClusterError(
-                    f"{n} exited with code {code} while waiting for {what}; "
-                    f"see {cluster.workdir / n / 'logs'}"
+                logs = cluster.workdir / n / "logs"
+                cause = exit_cause(logs)
+                raise NodeExited(
+                    f"{n} exited with code {code} while waiting for {what}"
+                    + (f" ({cause})" if cause else "")
+                    + f"; see {logs}",
+                    n,
+                    code,
                 )
         try:
             return check()

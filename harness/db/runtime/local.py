@@ -37,6 +37,7 @@ from harness.db.runtime.cds import TreeArchive
 from harness.db.runtime.netns import RunNetwork
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.process import spawn
+from harness.db.specs import NodeExited
 
 HEAP = ["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 _EXCLUDED_JARS = ("-sources.jar", "-javadoc.jar", "-scaladoc.jar", "-test.jar", "-test-sources")
@@ -192,21 +193,60 @@ class LocalCluster(Cluster):
         (self.workdir / "pids.json").write_text(json.dumps(pids))
 
     def start(self) -> None:
-        try:
-            if self._want_network and self.network is None:
-                self.network = RunNetwork(self.nodes, run_dir=self.workdir)
-            super().start()
-            self._started = True
-        except BaseException:
-            self.close()
-            raise
+        """Start every node; a node that exits on its own during the start gets one more try.
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with contextlib.suppress(Exception):
-            self.mode.close()
+        Why the second try: a cluster start is set-up, not part of what a run judges, and a
+        start can fail for reasons outside the cluster (a port chosen free and taken by
+        another process before the JVM bound it). As Jepsen's ``db/cycle!`` retries a failed
+        set-up, the first attempt's nodes are stopped, their folders kept aside under
+        ``failed-start/`` with the cause in ``failed-start/why.txt``, every node gets fresh
+        ports, and the cluster starts once more. A second exit is the error.
+        """
+        for attempt in (1, 2):
+            try:
+                if self._want_network and self.network is None:
+                    self.network = RunNetwork(self.nodes, run_dir=self.workdir)
+                super().start()
+                self._started = True
+                return
+            except NodeExited as exc:
+                if attempt == 2:
+                    self.close()
+                    raise
+                try:
+                    self._set_aside(exc)
+                except BaseException:
+                    self.close()
+                    raise
+            except BaseException:
+                self.close()
+                raise
+
+    def _set_aside(self, why: NodeExited) -> None:
+        """Undo a failed start: stop its JVMs, keep its node folders, choose fresh ports.
+
+        The mode is not closed: what it runs in the harness (KRaft's session keeper) starts
+        only once its start has succeeded, and closing it would stop the next one for good.
+        """
+        self._kill_all()
+        self._procs.clear()
+        self._logs.clear()
+        if self.network is not None:
+            self.network.close()
+            self.network = None
+        aside = self.workdir / "failed-start"
+        aside.mkdir(parents=True, exist_ok=True)
+        text = str(why).replace(str(self.workdir / why.node), str(aside / why.node))
+        (aside / "why.txt").write_text(f"{text}\n")
+        self.failed_starts = (*self.failed_starts, text)
+        for name, spec in self.nodes.items():
+            if (self.workdir / name).exists():
+                (self.workdir / name).rename(aside / name)
+            spec.port = free_port()
+        self.expected_down.clear()
+
+    def _kill_all(self) -> None:
+        """SIGKILL every JVM (resumed first, so a paused one dies), reap them, close logs."""
         for p in self._procs.values():
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -218,6 +258,14 @@ class LocalCluster(Cluster):
         for f in self._logs.values():
             with contextlib.suppress(Exception):
                 f.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.mode.close()
+        self._kill_all()
         with contextlib.suppress(FileNotFoundError):
             (self.workdir / "pids.json").unlink()
         if self.network is not None:

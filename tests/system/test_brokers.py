@@ -23,7 +23,7 @@ from harness.db.catalogue.versions import CATALOGUE, resolve_version
 from harness.db.runtime.docker import docker_available
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 pytestmark = pytest.mark.broker
 
@@ -86,12 +86,16 @@ def test_kip101_orderings_on_real_brokers(
 ) -> None:
     require(version, backend)
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
-    info, prediction, verdict, _record = trial(
-        sc, resolve_version(version), backend, tmp_path / "run", "t", progress=lambda _m: None
+    (info, prediction, verdict, _record), run = trial_realised(
+        lambda folder: trial(
+            sc, resolve_version(version), backend, folder, "t", progress=lambda _m: None
+        ),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
-    assert verdict is not None, why(info, verdict, tmp_path / "run")
+    assert verdict is not None, why(info, verdict, run)
     lost, div = EXPECTED[(scenario, version)]
-    assert info.model_match, why(info, verdict, tmp_path / "run")
+    assert info.model_match, why(info, verdict, run)
     assert verdict.lost_acked == lost and verdict.divergent_offsets == div
     assert prediction.to_json()["lost_acked"] == lost
     if version in KRAFT:
@@ -100,7 +104,6 @@ def test_kip101_orderings_on_real_brokers(
         assert verdict.epoch_checkpoints and verdict.checkpoint_mismatches == [], (
             verdict.epoch_checkpoints
         )
-    run = tmp_path / "run"
     for name in (
         "run.json",
         "replicas.parquet",

@@ -28,7 +28,7 @@ from harness.generator.realise import ELECTED_LAG_MS, PRODUCE_TIMEOUT_MS, SHORT_
 from harness.generator.scenarios import load_scenario
 from harness.trial import trial
 from reference_model.run import run_scenario
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "scenarios"
@@ -124,23 +124,25 @@ def test_network_steps_play_and_match_the_model(
             pytest.skip(reason)
     sc = load_scenario(str(SCENARIOS / f"{scenario}.yaml"))
     try:
-        info, prediction, verdict, _record = trial(
-            sc, v, backend, tmp_path / "run", f"ns{backend[0]}", lambda _m: None
+        (info, prediction, verdict, _record), run = trial_realised(
+            lambda folder: trial(sc, v, backend, folder, f"ns{backend[0]}", lambda _m: None),
+            tmp_path / "run",
+            lambda t: t.verdict,
         )
     except BrokerUnavailable as exc:
         pytest.skip(str(exc))
     prevented = getattr(prediction, "prevented", None)
     if prevented is not None:
-        assert info.verdict == "prevented", why(info, verdict, tmp_path / "run")
+        assert info.verdict == "prevented", why(info, verdict, run)
         return
-    assert info.verdict == "match", why(info, verdict, tmp_path / "run")
+    assert info.verdict == "match", why(info, verdict, run)
     assert verdict is not None and verdict.model_match
-    steps = json.loads((tmp_path / "run" / "observations.json").read_text())
+    steps = json.loads((run / "observations.json").read_text())
     realised = [n for o in steps for n in o["notes"] if n.startswith("realised: ")]
     assert realised, "no step says how it was realised"
     if any(e.kind == "isr_shrink" for e in sc.steps):
         assert any("for the ISR shrink" in n or "already out" in n for n in realised)
-    assert _leftovers(tmp_path / "run") == []
+    assert _leftovers(tmp_path / "run") == [] and _leftovers(run) == []
 
 
 @pytest.mark.broker

@@ -108,6 +108,8 @@ class FetchSteps(Settling):
             if self.leo(name) <= low:
                 note = "; ".join(x for x in (note, self._hw_learned(name)) if x)
                 round_done = time.monotonic()  # the answer it waited for opens a new window
+            else:
+                round_done = self._appended_at(name, round_done)
         finally:
             shield = self._shield_from_leader(name)
             shielded_at = time.monotonic()
@@ -176,6 +178,26 @@ class FetchSteps(Settling):
             if shield is not None:
                 nemesis.resume(self.cluster, shield)
 
+    def _appended_at(self, name: str, seen: float) -> float:
+        """When F last appended (its newest segment file's mtime), on the monotonic clock;
+        ``seen`` (when the harness saw the round done) if that is earlier or unreadable.
+
+        A follower sends its next Fetch as soon as it has appended what the last answer
+        brought, so the window in which it must be paused (that Fetch parked at the leader)
+        opened then, not when the fence noticed: on a loaded machine the two were apart by
+        enough for a pause inside the window to be a pause past it (3.3.1 in a container,
+        kip101-scenario2 step 6: B applied HW 2, and no note said why).
+        """
+        try:
+            segments = sorted(self.cluster.partition_dir(name).glob("*.log"))
+            mtime = segments[-1].stat().st_mtime if segments else None
+        except OSError:
+            mtime = None
+        if mtime is None:
+            return seen
+        age = max(0.0, time.time() - mtime)
+        return min(seen, time.monotonic() - age)
+
     def _late_pause(self, name: str, round_done: float | None, stopped: float) -> str:
         """A note when F was paused later than one parked Fetch after its round completed.
 
@@ -195,7 +217,8 @@ class FetchSteps(Settling):
         if late * 1000 < wait_ms:
             return ""
         return (
-            f"harness: {name} (or its leader) paused {late:.2f}s after its fetch round, past "
+            f"harness: {name} (or its leader) paused {late:.2f}s after its fetch round "
+            f"(its last append or, without records, its HW seen), past "
             f"replica.fetch.wait.max.ms={wait_ms}: it may have applied a second round"
         )
 

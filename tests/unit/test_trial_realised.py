@@ -1,0 +1,99 @@
+"""A broker test plays a run once more only when the harness flagged its own step.
+
+``tests.verdicts.trial_realised`` is test policy with a narrow door: a model mismatch whose
+first HW difference carries a note the harness wrote of that step ("harness: ..."), with
+the final logs agreeing. Every other verdict reaches the test's assertions as it came. And
+the playbook's fetch window is measured from the follower's own append (its segment file's
+mtime), not from when a loaded harness noticed it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from harness.checker.diff import Verdict
+from harness.generator.playbook.fetch import FetchSteps
+from tests.verdicts import flagged_by_harness, trial_realised
+
+LATE = "harness: B (or its leader) paused 1.30s after its fetch round, past x=1000"
+
+
+def _mismatch(hint: str, differences: list[dict[str, Any]] | None = None) -> Verdict:
+    v = Verdict("model_mismatch", False, [], [], [], [])
+    v.differences = differences or []
+    v.hw = {
+        "mismatches": [
+            {
+                "step": 6,
+                "event": "fetch B",
+                "replica": "B",
+                "predicted": 1,
+                "observed": 2,
+                "source": "replication-offset-checkpoint",
+                "stable": True,
+                "hint": hint,
+            }
+        ]
+    }
+    return v
+
+
+def test_only_a_mismatch_the_harness_flagged_with_agreeing_logs_is_flagged() -> None:
+    assert "harness: B (or its leader) paused 1.30s" in flagged_by_harness(_mismatch(LATE))
+    assert flagged_by_harness(_mismatch("ISR is ['A'], the model's ['A', 'B']")) == ""
+    assert flagged_by_harness(_mismatch(LATE, [{"replica": "A", "offset": 1}])) == ""
+    assert flagged_by_harness(Verdict("match", True, [], [], [], [])) == ""
+    assert flagged_by_harness(None) == ""
+
+
+def test_a_flagged_run_is_played_once_more_and_only_once(tmp_path: Path) -> None:
+    played: list[Path] = []
+
+    def play(folder: Path) -> Verdict:
+        played.append(folder)
+        return _mismatch(LATE)
+
+    with pytest.warns(UserWarning, match=r"played again: the harness did not play a step"):
+        verdict, folder = trial_realised(play, tmp_path / "run", lambda v: v)
+    assert played == [tmp_path / "run", tmp_path / "run-again"] and folder == played[-1]
+    assert verdict.verdict == "model_mismatch"  # the second run is judged as it came
+
+
+def test_an_unflagged_mismatch_is_judged_as_it_came(tmp_path: Path) -> None:
+    played: list[Path] = []
+
+    def play(folder: Path) -> Verdict:
+        played.append(folder)
+        return _mismatch("")
+
+    verdict, folder = trial_realised(play, tmp_path / "run", lambda v: v)
+    assert played == [tmp_path / "run"] and folder == tmp_path / "run"
+    assert verdict.verdict == "model_mismatch"
+
+
+def test_the_fetch_window_opens_at_the_followers_append(tmp_path: Path) -> None:
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"x")
+    ago = time.time() - 1.5
+    os.utime(segment, (ago, ago))
+    steps: Any = SimpleNamespace(cluster=SimpleNamespace(partition_dir=lambda _n: tmp_path))
+    seen = time.monotonic()
+    opened = FetchSteps._appended_at(steps, "B", seen)
+    assert seen - 1.6 < opened < seen - 1.4
+    # a newer append than the harness's sight (clock skew), or no segment: what was seen
+    os.utime(segment, None)
+    assert FetchSteps._appended_at(steps, "B", seen - 5.0) == seen - 5.0
+    empty: Any = SimpleNamespace(cluster=SimpleNamespace(partition_dir=lambda _n: tmp_path / "no"))
+    assert FetchSteps._appended_at(empty, "B", seen) == seen
+    # and that window is what the late-pause note measures from
+    steps.held = {"B"}
+    steps.cluster.brokers = {"B": SimpleNamespace(props={"replica.fetch.wait.max.ms": "1000"})}
+    note = FetchSteps._late_pause(steps, "B", opened, seen)
+    assert note.startswith("harness: B (or its leader) paused 1.5") and "1000" in note
+    assert FetchSteps._late_pause(steps, "B", seen, seen + 0.2) == ""

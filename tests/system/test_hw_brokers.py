@@ -66,3 +66,38 @@ def test_kip101_scenario1_hw_per_step_and_mutation(version: str, tmp_path: Path)
             assert res.first is not None and res.first.step == step, v.reason
             assert [m.step for m in res.mismatches] == [step]
             assert f"step {step} (" in v.reason
+
+
+def test_a_pause_past_the_fetch_window_is_named_by_the_harness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loaded machine, made on purpose: the fence of step 5 (``fetch A``: A copies m2, its
+    HW stays 1) notices the round 1.3 s late. A's next Fetch, parked at the leader since A
+    appended m2, is answered meanwhile and A applies HW 2: a real mismatch at step 5, which
+    the step itself must name ("harness: A (or its leader) paused ... after its fetch
+    round"), measured from A's own append (its segment file), not from when the fence saw
+    the round (then it would read as on time). That note is what lets the catalogue's tests
+    play such a run once more (tests/verdicts.py, ``flagged_by_harness``)."""
+    import time as _time
+
+    from harness.generator.playbook.fetch import FetchSteps
+    from tests.verdicts import flagged_by_harness
+
+    require("2.1.1")
+    original = FetchSteps._caught_up
+
+    def late(self: FetchSteps, name: str, truncations_before: int, k: int) -> None:
+        original(self, name, truncations_before, k)
+        if k == 5:
+            _time.sleep(1.3)  # the harness busy elsewhere, after the round was complete
+
+    monkeypatch.setattr(FetchSteps, "_caught_up", late)
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
+    info, _p, verdict, _r = trial(
+        sc, resolve_version("2.1.1"), "local", tmp_path / "run", "late", progress=lambda m: None
+    )
+    assert verdict is not None and verdict.verdict == "model_mismatch", why(info, verdict)
+    first = verdict.hw["mismatches"][0]
+    assert (first["step"], first["replica"], first["predicted"]) == (5, "A", 1), first
+    assert "harness: A (or its leader) paused 1." in first["hint"], first
+    assert flagged_by_harness(verdict)

@@ -42,6 +42,7 @@ from harness.generator.warm import NOT_REUSED, WarmClusters, dirty, reset, warm_
 from harness.nemesis import faults
 from harness.trial import Trial, trial
 from reference_model.run import run_scenario
+from tests.verdicts import trial_realised
 
 pytest_plugins = ("pytester",)
 pytestmark = pytest.mark.broker
@@ -198,8 +199,12 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
             if key in seen:
                 must_reuse.append(name)
             seen.add(key)
-            warm_runs[name] = trial(
-                by_name[name], v, "local", tmp_path / "warm-runs" / name, name, say, warm=pool
+            warm_runs[name], _ = trial_realised(
+                lambda folder, name=name: trial(
+                    by_name[name], v, "local", folder, name, say, warm=pool
+                ),
+                tmp_path / "warm-runs" / name,
+                lambda t: t.verdict,
             )
     assert jvms_under(tmp_path) == []
     refused = [
@@ -214,7 +219,11 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
         warm = warm_runs[name]
         if name not in DIRECT and warm.info.verdict in ("match", "prevented"):
             continue  # what a fresh run gives (the catalogue matches on every version)
-        fresh = trial(by_name[name], v, "local", tmp_path / "fresh-runs" / name, name, say)
+        fresh, _ = trial_realised(
+            lambda folder, name=name: trial(by_name[name], v, "local", folder, name, say),
+            tmp_path / "fresh-runs" / name,
+            lambda t: t.verdict,
+        )
         if outcome(fresh) != outcome(warm):
             differ.append(
                 f"{name}: warm {outcome(warm)} (reused={warm.record.cluster.reused}) "

@@ -18,7 +18,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 pytestmark = pytest.mark.broker
 
@@ -45,11 +45,15 @@ def test_held_leader_and_isr_on_real_brokers(scenario: str, version: str, tmp_pa
     if reason is not None:
         pytest.skip(f"the scenario cuts links: {reason}")
     sc = load_scenario(SCENARIO_DIR / f"{scenario}.yaml")
-    info, prediction, verdict, _record = trial(
-        sc, resolve_version(version), "local", tmp_path / "run", "t", progress=lambda _m: None
+    (info, prediction, verdict, _record), run = trial_realised(
+        lambda folder: trial(
+            sc, resolve_version(version), "local", folder, "t", progress=lambda _m: None
+        ),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
-    assert verdict is not None, why(info, verdict, tmp_path / "run")
-    assert info.model_match, why(info, verdict, tmp_path / "run")
+    assert verdict is not None, why(info, verdict, run)
+    assert info.model_match, why(info, verdict, run)
     assert verdict.lost_acked == EXPECTED[(scenario, version)]
     assert prediction.to_json()["lost_acked"] == EXPECTED[(scenario, version)]
     assert jvms_under(tmp_path) == []

@@ -21,7 +21,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 # m1 replicated to B and C, B elected while A leads, m2 written by B; A fetches from B.
 ELECT_B = """
@@ -70,16 +70,19 @@ def scenario(tmp_path: Path, text: str, name: str) -> Path:
     return path
 
 
-def play_text(tmp_path: Path, text: str, name: str, version: str, run: Path) -> Any:
-    """Play a scenario given as text on local JVMs of ``version`` into ``run``."""
-    return trial(
-        load_scenario(scenario(tmp_path, text, name)),
-        resolve_version(version),
-        "local",
-        run,
-        "t",
-        lambda _m: None,
+def play_text(tmp_path: Path, text: str, name: str, version: str) -> tuple[Any, Path]:
+    """Play a scenario given as text on local JVMs of ``version``: the trial and its folder
+    (``run``, or ``run-again`` when the harness flagged its own step: tests/verdicts.py)."""
+    path = scenario(tmp_path, text, name)
+    return trial_realised(
+        lambda f: trial(load_scenario(path), resolve_version(version), "local", f, "t", _quiet),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
+
+
+def _quiet(_m: str) -> None:
+    pass
 
 
 def notes(run: Path) -> dict[int, list[str]]:
@@ -90,8 +93,7 @@ def notes(run: Path) -> dict[int, list[str]]:
 @pytest.mark.parametrize("version", ["0.10.2.1", "2.1.1", "3.3.1", "4.0.0"])
 def test_elect_chosen_replica_matches_the_model(version: str, tmp_path: Path) -> None:
     require(version)
-    run = tmp_path / "run"
-    info, prediction, verdict, _record = play_text(tmp_path, ELECT_B, "elect-b", version, run)
+    (info, prediction, verdict, _record), run = play_text(tmp_path, ELECT_B, "elect-b", version)
     assert verdict is not None, why(info, verdict, run)
     assert prediction.prevented is None
     assert info.model_match, why(info, verdict, run)  # every replica's log as the model says
@@ -115,9 +117,8 @@ def test_unclean_elect_on_demand(version: str, verdict_is: str, tmp_path: Path) 
     reason = network_available()
     if reason is not None:
         pytest.skip(reason)
-    run = tmp_path / "run"
-    info, prediction, verdict, _record = play_text(
-        tmp_path, UNCLEAN_B, "elect-unclean", version, run
+    (info, prediction, verdict, _record), run = play_text(
+        tmp_path, UNCLEAN_B, "elect-unclean", version
     )
     assert verdict is not None, why(info, verdict, run)
     assert info.model_match, why(info, verdict, run)

@@ -21,7 +21,7 @@ from harness.nemesis.failover import unnoticed_restarts
 from harness.trial import trial
 from reference_model.run import run_scenario
 from tests.system.test_brokers import hwchaos_containers, jvms_under, require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 KIP_TEXT = SCENARIO_DIR / "kip101-scenario1-kip-text.yaml"
 FOUND_HW = SCENARIO_DIR / "found" / "found-hw-acked-lost.yaml"
@@ -79,6 +79,10 @@ def test_a_spare_controller_broker_only_when_the_run_needs_a_failover(tmp_path: 
         kraft.close()
 
 
+def _quiet(_m: str) -> None:
+    pass
+
+
 @pytest.mark.broker
 @pytest.mark.parametrize(
     ("version", "backend", "lost"),
@@ -94,9 +98,12 @@ def test_kip_text_plays_with_a_clean_election(
 ) -> None:
     require(version, backend)
     before = hwchaos_containers() if backend == "docker" else []
-    run = tmp_path / "run"
-    info, prediction, verdict, _record = trial(
-        load_scenario(KIP_TEXT), resolve_version(version), backend, run, "t", lambda _m: None
+    (info, prediction, verdict, _record), run = trial_realised(
+        lambda folder: trial(
+            load_scenario(KIP_TEXT), resolve_version(version), backend, folder, "t", _quiet
+        ),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
     assert verdict is not None, why(info, verdict, run)
     assert info.model_match, why(info, verdict, run)  # every replica's log as the model says
@@ -116,9 +123,12 @@ def test_kip_text_plays_with_a_clean_election(
 def test_explorer_hw_counterexample_is_confirmed_on_0_10(tmp_path: Path) -> None:
     """The explorer's hw counterexample: B restarts unnoticed, truncates to 0, is elected."""
     require("0.10.2.1")
-    run = tmp_path / "run"
-    info, _p, verdict, _record = trial(
-        load_scenario(FOUND_HW), resolve_version("0.10.2.1"), "local", run, "t", lambda _m: None
+    (info, _p, verdict, _record), run = trial_realised(
+        lambda folder: trial(
+            load_scenario(FOUND_HW), resolve_version("0.10.2.1"), "local", folder, "t", _quiet
+        ),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
     assert verdict is not None, why(info, verdict, run)
     assert info.model_match, why(info, verdict, run)
@@ -158,9 +168,12 @@ def test_second_failover_goes_back_to_the_restarted_controller(tmp_path: Path) -
     require("0.10.2.1")
     path = tmp_path / "two-unnoticed-bounces.yaml"
     path.write_text(textwrap.dedent(TWO_BOUNCES))
-    run = tmp_path / "run"
-    info, prediction, verdict, _record = trial(
-        load_scenario(path), resolve_version("0.10.2.1"), "local", run, "t", lambda _m: None
+    (info, prediction, verdict, _record), run = trial_realised(
+        lambda folder: trial(
+            load_scenario(path), resolve_version("0.10.2.1"), "local", folder, "t", _quiet
+        ),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
     assert verdict is not None, why(info, verdict, run)
     assert info.model_match, why(info, verdict, run)

@@ -20,10 +20,14 @@ from harness.generator.scenarios import load_scenario
 from harness.readback.logformat import read_segment
 from harness.trial import trial
 from tests.system.test_brokers import jvms_under, require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SCENARIO = DATA / "scenarios" / "torn-write-only-isr-copy.yaml"
+
+
+def _quiet(_m: str) -> None:
+    pass
 
 
 @pytest.mark.broker
@@ -32,9 +36,12 @@ def test_torn_write_restarts_one_record_shorter_as_the_model_says(
     version: str, tmp_path: Path
 ) -> None:
     require(version)
-    run = tmp_path / "run"
-    info, prediction, verdict, _record = trial(
-        load_scenario(SCENARIO), resolve_version(version), "local", run, "t", lambda _m: None
+    (info, prediction, verdict, _record), run = trial_realised(
+        lambda folder: trial(
+            load_scenario(SCENARIO), resolve_version(version), "local", folder, "t", _quiet
+        ),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
     assert verdict is not None, why(info, verdict, run)
     assert prediction.prevented is None

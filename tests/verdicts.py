@@ -1,10 +1,13 @@
-"""What a broker test prints when a run's verdict is not the expected one.
+"""What a broker test prints when a run's verdict is not the expected one, and when it may
+play a run once more.
 
 Why: a failed broker test in a CI log said ``AssertionError: ('model_mismatch', '')`` and
 nothing else; the run folder it left was on a CI machine long gone. The message a broker
 test asserts with is what the brokers did against the model, in a few lines: the verdict,
 its reason, the first differing step and positions, the HW mismatches, unpredicted halts,
-loss observed against predicted, and the run folder (kept under pytest's basetemp).
+loss observed against predicted, and the run folder (kept under pytest's basetemp). A run
+is played once more only when the harness itself wrote that it did not play a step as
+scripted (:func:`trial_realised`); never for any other mismatch.
 """
 
 from __future__ import annotations

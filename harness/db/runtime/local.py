@@ -231,6 +231,7 @@ class LocalCluster(Cluster):
         self._kill_all()
         self._procs.clear()
         self._logs.clear()
+        self._write_pids()  # none alive: a reaper must not signal their pids (reusable)
         if self.network is not None:
             self.network.close()
             self.network = None

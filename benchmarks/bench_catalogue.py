@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import subprocess
@@ -191,10 +190,9 @@ def report(
 
 def from_folder(run_json: Path) -> tuple[str, Run]:
     """(version, the run) from a run folder's ``run.json`` (what :func:`one` returns)."""
-    info = json.loads(run_json.read_text())
-    extra = info.get("extra", {})
-    reused = bool((extra.get("cluster") or {}).get("reused"))
-    return info["version"], run_of(info["scenario"], extra, info["verdict"], reused)
+    info = RunInfo.from_json(run_json.read_text())
+    reused = bool((info.extra.get("cluster") or {}).get("reused"))
+    return info.version, run_of(info.scenario, info.extra, info.verdict, reused)
 
 
 def side_by_side(

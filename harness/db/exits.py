@@ -11,52 +11,49 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-# log4j's "[2026-11-28 09:00:05,602] ERROR text (logger)" and log4j2's variants
-_LEVEL = re.compile(r"\b(FATAL|ERROR)\b\s*(.*)")
-_STAMP = re.compile(r"^\[?\d{4}-\d\d-\d\d[ T][\d:,.]+\]?\s*")
+from harness.readback.log4j import last_fatal
+
 # The JVM's own start failures (stdout), before any logger exists
-_JVM = ("Error occurred during initialization of VM", "Error: ", "Exception in thread")
-# an exception line that follows a log line: "java.net.BindException: Address already in use"
+_JVM = re.compile(
+    r"^(?:Error occurred during initialization of VM|Error: |Exception in thread).*$", re.M
+)
+_STAMP_LEVEL = re.compile(r"^\[[^]]*\] (?:FATAL|ERROR) ")
+# an exception line under a log line: "java.net.BindException: Address already in use"
 _EXCEPTION = re.compile(r"^\s*(?:Caused by: )?([\w.$]+(?:Exception|Error)(?::.*)?)$")
+_NEXT_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d", re.M)  # where the stack trace ends
 TAIL_BYTES = 64 * 1024
-STACK_LINES = 200  # how far below a log line its stack trace is read
 MAX_CHARS = 240
 
 
-def _tail(path: Path) -> list[str]:
+def _tail(path: Path) -> str:
     try:
         with path.open("rb") as f:
             f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - TAIL_BYTES))
-            return f.read().decode("utf-8", "replace").splitlines()
+            f.seek(max(0, f.tell() - TAIL_BYTES))
+            return f.read().decode("utf-8", "replace")
     except OSError:
-        return []
+        return ""
 
 
-def _last_error(lines: list[str]) -> str | None:
-    """The last FATAL/ERROR (else JVM start failure) line, with the root cause of the stack
-    trace under it (its deepest "Caused by:", else its first exception line): a KRaft
-    controller's last error wraps "Unable to start acceptor" wraps the BindException."""
-    for i in range(len(lines) - 1, -1, -1):
-        line = lines[i]
-        m = _LEVEL.search(line)
-        if m is None and not line.startswith(_JVM):
-            continue
-        text = _STAMP.sub("", line if m is None else m.group(2)).strip()
-        causes: list[str] = []
-        for below in lines[i + 1 : i + 1 + STACK_LINES]:
-            if _STAMP.match(below):
-                break  # the next log line: the trace is over
-            ex = _EXCEPTION.match(below)
-            if ex is not None:
-                causes.append(ex.group(1))
-        if causes:
-            root = causes[-1]
-            if root not in text:
-                text = f"{text}: {root}"
-        return text
-    return None
+def _last_error(text: str) -> str | None:
+    """The broker's last fatal line (:func:`harness.readback.log4j.last_fatal`, as a halt is
+    read), else a JVM start failure, with the root cause of the stack trace under it: its
+    deepest "Caused by:", else its first exception line (a KRaft controller's last error
+    wraps "Unable to start acceptor", which wraps the BindException)."""
+    found = last_fatal(text)
+    if found is None:
+        jvm = list(_JVM.finditer(text))
+        if not jvm:
+            return None
+        found = jvm[-1].group(0).strip(), text[jvm[-1].end() :]
+    line, below = found
+    message = _STAMP_LEVEL.sub("", line)
+    stop = _NEXT_LINE.search(below)
+    trace = below[: stop.start()] if stop else below
+    causes = [m.group(1) for m in map(_EXCEPTION.match, trace.splitlines()) if m]
+    if causes and causes[-1] not in message:
+        message = f"{message}: {causes[-1]}"
+    return message
 
 
 def exit_cause(logs: Path) -> str | None:

@@ -119,3 +119,33 @@ def without_other_topics(text: str, topic: str, family: str, partition: int = 0)
         for line in text.splitlines()
         if all(m.group(0) == mine for m in named.finditer(line))
     )
+
+
+# log4j lines that say why a broker stopped: 0.10-1.x log at FATAL; from 2.x Logging.fatal
+# logs at ERROR (with a FATAL marker), so an ERROR line that says it exits comes next, and
+# the last ERROR line last.
+FATAL_LINE = re.compile(r"^\[[^]]*\] FATAL .*$", re.M)
+ERROR_EXIT_LINE = re.compile(
+    r"^\[[^]]*\] ERROR (?:\S+ )*?(?:Exiting|Halting|exiting|halting)\b.*$", re.M
+)
+ERROR_LINE = re.compile(r"^\[[^]]*\] ERROR .*$", re.M)
+# Each broker start logs its configuration first: what follows is the current incarnation.
+START_MARK = re.compile(r"KafkaConfig values:")
+
+
+def incarnation(text: str) -> str:
+    """The part of a broker's server.log written since its last start."""
+    starts = list(START_MARK.finditer(text))
+    return text[starts[-1].start() :] if starts else text
+
+
+def last_fatal(text: str, patterns: tuple[re.Pattern[str], ...] = (
+    FATAL_LINE, ERROR_EXIT_LINE, ERROR_LINE)) -> tuple[str, str] | None:  # fmt: skip
+    """The last line of the current incarnation matching the first of ``patterns`` that
+    matches at all, and the text below it (its stack trace, and whatever follows)."""
+    tail = incarnation(text)
+    for pattern in patterns:
+        found = list(pattern.finditer(tail))
+        if found:
+            return found[-1].group(0).strip(), tail[found[-1].end() :]
+    return None

@@ -202,25 +202,21 @@ class LocalCluster(Cluster):
         ``failed-start/`` with the cause in ``failed-start/why.txt``, every node gets fresh
         ports, and the cluster starts once more. A second exit is the error.
         """
-        for attempt in (1, 2):
+        try:
             try:
-                if self._want_network and self.network is None:
-                    self.network = RunNetwork(self.nodes, run_dir=self.workdir)
-                super().start()
-                self._started = True
-                return
-            except NodeExited as exc:
-                if attempt == 2:
-                    self.close()
-                    raise
-                try:
-                    self._set_aside(exc)
-                except BaseException:
-                    self.close()
-                    raise
-            except BaseException:
-                self.close()
-                raise
+                self._start_once()
+            except NodeExited as first:
+                self._set_aside(first)
+                self._start_once()  # a second exit is the error
+        except BaseException:
+            self.close()
+            raise
+
+    def _start_once(self) -> None:
+        if self._want_network and self.network is None:
+            self.network = RunNetwork(self.nodes, run_dir=self.workdir)
+        super().start()
+        self._started = True
 
     def _set_aside(self, why: NodeExited) -> None:
         """Undo a failed start: stop its JVMs, keep its node folders, choose fresh ports.

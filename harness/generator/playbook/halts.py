@@ -25,24 +25,17 @@ and the fatal line.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.generator.playbook.cuts import CutLinks
-from harness.readback.log4j import read_rotated
-from reference_model.run import RunResult
-
-# log4j lines that say why a broker stopped: 0.10-1.x log at FATAL; from 2.x Logging.fatal
-# logs at ERROR (with a FATAL marker), so an ERROR line that says it exits comes next, and
-# the last ERROR line last.
-FATAL_LINE = re.compile(r"^\[[^]]*\] FATAL .*$", re.M)
-ERROR_EXIT_LINE = re.compile(
-    r"^\[[^]]*\] ERROR (?:\S+ )*?(?:Exiting|Halting|exiting|halting)\b.*$", re.M
+from harness.readback.log4j import (
+    ERROR_EXIT_LINE,
+    FATAL_LINE,
+    last_fatal,
+    read_rotated,
 )
-ERROR_LINE = re.compile(r"^\[[^]]*\] ERROR .*$", re.M)
-# Each broker start logs its configuration first: what follows is the current incarnation.
-START_MARK = re.compile(r"KafkaConfig values:")
+from reference_model.run import RunResult
 
 
 @dataclass
@@ -73,12 +66,6 @@ class Halt:
         return {**asdict(self), "predicted": self.predicted}
 
 
-def incarnation(text: str) -> str:
-    """The part of a broker's server.log written since its last start."""
-    starts = list(START_MARK.finditer(text))
-    return text[starts[-1].start() :] if starts else text
-
-
 def dying_line(text: str) -> str | None:
     """The line by which a broker that is still running says it is exiting, if any.
 
@@ -86,22 +73,14 @@ def dying_line(text: str) -> str | None:
     the shutdown hook then waits for that very thread: the JVM never exits, stays
     registered in ZooKeeper and answers nothing. Its FATAL line is the observation.
     """
-    tail = incarnation(text)
-    for pattern in (FATAL_LINE, ERROR_EXIT_LINE):
-        found = pattern.findall(tail)
-        if found:
-            return str(found[-1]).strip()
-    return None
+    found = last_fatal(text, (FATAL_LINE, ERROR_EXIT_LINE))
+    return found[0] if found else None
 
 
 def fatal_line(text: str, exit_code: int | None) -> str:
     """The last fatal line of the broker's current incarnation (``text``: its server.log)."""
-    tail = incarnation(text)
-    for pattern in (FATAL_LINE, ERROR_EXIT_LINE, ERROR_LINE):
-        found = pattern.findall(tail)
-        if found:
-            return str(found[-1]).strip()
-    return f"no fatal log line; exit code {exit_code}"
+    found = last_fatal(text)
+    return found[0] if found else f"no fatal log line; exit code {exit_code}"
 
 
 def predicted_halt(prediction: RunResult, idx: int, k: int) -> int | None:

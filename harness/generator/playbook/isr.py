@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import time
 
-from harness.db.names import PARTITION
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.fetch import ROUND_POLL
 from harness.generator.playbook.settle import Settling
 from harness.nemesis import faults as nemesis
-from harness.readback.hw import checkpointed_hw
 from reference_model.events import Event
 
 
@@ -73,7 +71,7 @@ class IsrSteps(Settling):
         # A follower the controller cannot reach (held back) still follows its old leader:
         # running it would fetch from that one, a fetch the script never had; it stays paused.
         released = name in self.held and name not in self.cut_from_controller()
-        hw_before = {n: self._own_hw(n) for n in run_meanwhile}
+        hw_before = {n: self.hw_reading(n).hw for n in run_meanwhile}  # paused: its file
         try:
             if released:
                 self._release(name)  # alive and heartbeating, only cut from the leader
@@ -124,7 +122,7 @@ class IsrSteps(Settling):
         if run_meanwhile:
             notes.append(f"{','.join(run_meanwhile)} ran meanwhile (caught up)")
         for n, hw in hw_before.items():
-            now = self._own_hw(n)
+            now = self.hw_reading(n).hw
             if now > hw >= 0:
                 # The answer to its parked Fetch carried the HW the shrink raised before the
                 # pause above: a fetch round the script does not have (the window is one
@@ -144,10 +142,6 @@ class IsrSteps(Settling):
                 f"{','.join(dropped)} dropped out of the ISR too (paused, lagging the leader)"
             )
         return "; ".join(notes)
-
-    def _own_hw(self, name: str) -> int:
-        """``name``'s HW as its own checkpoint says (-1: no partition there)."""
-        return checkpointed_hw(self.cluster.log_dir(name), self.cluster.topic, PARTITION)
 
     def await_acks(self, k: int) -> None:
         """Fence: writes the model acknowledges by step ``k`` have their delivery report.

@@ -61,7 +61,18 @@ class KRaftMode(Mode):
     """
 
     name = "kraft"
-    SESSION_TIMEOUT_MS = 4000
+    SESSION_TIMEOUT_MS = 2000
+    """The controller's ``broker.session.timeout.ms``.
+
+    From 4.0 the controller refuses a restarted broker's registration until the old
+    incarnation's session lapses, and every heartbeat for the old epoch renews it, the
+    ``detect`` step's ``BrokerHeartbeat(WantFence)`` included (``BrokerHeartbeatTracker``
+    keys contact times by broker id and epoch, fenced or not): a ``restart`` right after
+    its ``detect`` waits this long (kip101-scenario1 on 4.0.0: ``A to register`` 4.3 s at
+    4000, 2.3 s at 2000). Four heartbeats fit in it (brokers' own and the keeper's, every
+    :attr:`KEEPALIVE_INTERVAL`), Kafka's own ratio (2 s / 9 s), and the keeper beats at once
+    for a broker that has just gone silent (:meth:`keep_alive`), so a paused broker's
+    session is at most one broker interval old when the keeper takes it over."""
     KEEPALIVE_INTERVAL = 0.5
 
     def __init__(
@@ -80,6 +91,8 @@ class KRaftMode(Mode):
         self._alive: set[str] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a broker went silent: beat for it now
+        self.keeper_rounds = 0  # rounds the keeper finished (tests wait on it)
         self._keeper: threading.Thread | None = None
         self._active = CONTROLLER  # the controller that last accepted a heartbeat
         self._schemas_of: dict[int, Any] | None = None
@@ -309,6 +322,11 @@ class KRaftMode(Mode):
         return error
 
     def declare_dead(self, cluster: Runtime, name: str) -> bool:
+        # Under the lock the keeper holds while it heartbeats: once this returns, no
+        # heartbeat of the keeper's for ``name`` is in flight or to come. One that reached
+        # the controller after the WantFence below would undo it: 3.3.1 unfenced the dead
+        # broker at once ("has caught up with the offset of its register broker record")
+        # and fenced it again only when that session lapsed.
         with self._lock:
             self._alive.discard(name)
         view = self.view(cluster)
@@ -325,27 +343,44 @@ class KRaftMode(Mode):
 
     def keep_alive(self, cluster: Runtime, names: set[str]) -> None:
         with self._lock:
+            newly_silent = bool(set(names) - self._alive)
             self._alive = set(names)
+        if newly_silent:
+            self._wake.set()
 
     def _keep(self, cluster: Runtime) -> None:
-        """The session keeper thread: heartbeats for silent brokers the script keeps alive."""
+        """The session keeper thread: heartbeats for silent brokers the script keeps alive,
+        every :attr:`KEEPALIVE_INTERVAL` and at once when one more goes silent."""
 
-        while not self._stop.wait(self.KEEPALIVE_INTERVAL):
+        while True:
+            self._wake.wait(self.KEEPALIVE_INTERVAL)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             with self._lock:
                 names = set(self._alive)
-            if not names:
-                continue
-            with contextlib.suppress(Exception):  # a dead controller is the run's to report
-                view = self.view(cluster)
-                assert isinstance(view, KRaftView)
-                img = view.image()
-                for n in names:
-                    state = img.brokers.get(cluster.brokers[n].broker_id)
-                    if state is not None and not state.fenced:
-                        self._heartbeat(cluster, state.broker_id, state.epoch, img.offset, False)
+            if names:
+                self._beat(cluster, names)
+            self.keeper_rounds += 1
+
+    def _beat(self, cluster: Runtime, names: set[str]) -> None:
+        """One heartbeat for each of ``names`` still kept when its turn comes."""
+        with contextlib.suppress(Exception):  # a dead controller is the run's to report
+            view = self.view(cluster)
+            assert isinstance(view, KRaftView)
+            img = view.image()
+            for n in names:
+                state = img.brokers.get(cluster.brokers[n].broker_id)
+                if state is None or state.fenced:
+                    continue
+                with self._lock:
+                    if n not in self._alive:
+                        continue  # declared dead (or let go) since: not ours to keep
+                    self._heartbeat(cluster, state.broker_id, state.epoch, img.offset, False)
 
     def close(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._keeper is not None:
             self._keeper.join(timeout=5)
 

@@ -208,6 +208,8 @@ class CrashSteps(Settling):
             self.timeout,
             self._seen,
         )
+        if not self.gone(name):
+            self.registered_in_step.add(name)
         note = ""
         if frozen and self.failover is not None:
             running = [

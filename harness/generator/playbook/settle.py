@@ -148,11 +148,16 @@ class Settling(HaltWatch):
 
         Brokers the model's controller still counts as live but that cannot heartbeat
         (paused by the harness or the scenario, or crashed and not yet detected) get their
-        session kept by the harness.
+        session kept by the harness. That includes a broker restarted earlier in the step
+        being played and held since (``restart: all`` holds A while B and C restart): it
+        registered, so the controller counts it live, although the model state followed
+        is the one before the step. Without it a 4.0 controller fenced A "because its
+        session has timed out" while B waited for its old session to lapse.
         """
         live = self.prediction.steps[self._model_step].state.controller.live
         silent = self.held | self.user_paused | self.down
         keep = {n for i, n in enumerate(self.names) if i in live and n in silent}
+        keep |= (self.registered_in_step & silent) - self.down
         keep = (keep - self.expiring) | self.sessions_kept_by_cuts(live)
         self.cluster.mode.keep_alive(self.cluster, keep)
 

@@ -69,6 +69,9 @@ class PlaybookState:
         self.retired: list[Producer] = []  # earlier producers with reports still to come
         self.producer = self._make_producer()
         self._model_step = 0  # the model state whose controller liveness the run follows
+        # Brokers restarted during the step being played: registered with the controller,
+        # so live to it, although the model state ``_model_step`` is from before the step.
+        self.registered_in_step: set[str] = set()
         self.failover = (
             ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
         )

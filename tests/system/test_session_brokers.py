@@ -1,0 +1,83 @@
+"""KRaft sessions kept on the script through a whole step, on real brokers.
+
+``restart: all`` restarts A, holds it (SIGSTOP: it must not fetch before its fetch step),
+then restarts B and C. A registered, so the controller counts it live, and a held broker
+cannot heartbeat: the harness's session keeper must beat for it from then on, not only from
+the next step. Seen without it (4.0.0-elr, 4.0.1, 4.1.0, power-loss-all-replicas): "Fencing
+broker 1 at epoch 94 because its session has timed out" while B waited for its own old
+session to lapse; the run still matched, by luck of what the fence changed. Skips with the
+reason when the tree is missing.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.db import Cluster
+from harness.db.catalogue.versions import resolve_version
+from harness.db.names import CONTROLLER
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.readback.metadata_records import read_metadata_log
+from harness.trial import trial
+from tests.system.test_brokers import require
+from tests.verdicts import why
+
+pytestmark = pytest.mark.broker
+
+SLOW = 2.5
+"""Seconds added to B's and C's restarts (a loaded machine, made on purpose): longer than
+the controller's session (``KRaftMode.SESSION_TIMEOUT_MS``), so a held A with no keeper is
+fenced every time."""
+
+
+def registrations(log_dir: Path, schemas: Any) -> list[tuple[int, int, bool]]:
+    """(broker, epoch, later fenced) of every registration in the controller's metadata log,
+    in log order."""
+    out: dict[tuple[int, int], bool] = {}
+    for rec in read_metadata_log(log_dir, schemas):
+        d = rec.data
+        if rec.name == "RegisterBrokerRecord":
+            out[(d["BrokerId"], d["BrokerEpoch"])] = False
+        elif rec.name == "BrokerRegistrationChangeRecord" and d.get("Fenced") == 1:
+            key = (d["BrokerId"], d["BrokerEpoch"])
+            if key in out:
+                out[key] = True
+    return [(b, e, f) for (b, e), f in out.items()]
+
+
+def test_a_broker_restarted_and_held_keeps_its_session_through_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """power-loss-all-replicas on 4.0.0 with B's and C's restarts made 2.5 s slow: the run
+    matches the model and the controller fenced no registration made during the run (A's
+    included, held between the restarts). Fails without the step's own registrations in
+    the keeper's set (``registered_in_step``)."""
+    require("4.0.0")
+    start = Cluster.start_broker
+    started: list[str] = []
+    clusters: list[Cluster] = []
+
+    def slow_after_a(self: Cluster, name: str) -> None:
+        started.append(name)
+        clusters.append(self)
+        if len(started) > len(self.brokers) + 1:  # past the cluster start and A's restart
+            time.sleep(SLOW)  # the harness busy elsewhere between two restarts
+        start(self, name)
+
+    monkeypatch.setattr(Cluster, "start_broker", slow_after_a)
+    sc = load_scenario(SCENARIO_DIR / "power-loss-all-replicas.yaml")
+    folder = tmp_path / "run"
+    info, _p, verdict, _r = trial(
+        sc, resolve_version("4.0.0"), "local", folder, "held", progress=lambda _m: None
+    )
+    assert verdict is not None and info.model_match, why(info, verdict, folder)
+    assert started[3:] == ["A", "B", "C"], started
+    cluster = clusters[-1]
+    regs = registrations(cluster.nodes[CONTROLLER].data_dir, cluster.metadata_schemas())
+    # the cluster start's three, fenced by the scripted ``detect: all``; then the restarts'
+    assert [f for _b, _e, f in regs[:3]] == [True] * 3, regs
+    assert [(b, f) for b, _e, f in regs[3:]] == [(1, False), (2, False), (3, False)], regs

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.checker.hw import HwMismatch
+from harness.checker.hw import HwMismatch, missed_window
 
 T = TypeVar("T")
 SHOWN = 5  # differences / mismatches listed; the rest are counted
@@ -70,28 +70,11 @@ def why(info: Any, verdict: Any, folder: Path | None = None) -> str:
     return "\n".join(lines)
 
 
-HARNESS_NOTE = "harness: "
-
-
 def flagged_by_harness(verdict: Any) -> str:
-    """The harness's own note on the step where a model mismatch first shows; "" otherwise.
-
-    Some steps have a window the harness must act in (a follower paused while its next Fetch
-    is parked at the leader, ``replica.fetch.wait.max.ms``; a follower run through an ISR
-    shrink paused before the HW the shrink raised reaches it). A loaded machine can miss
-    it, and the step writes so, observed ("harness: B (or its leader) paused 1.30s after its
-    fetch round ...", "harness: A ... applied the HW the shrink raised (1 -> 2 ...)"). A
-    mismatch whose first HW difference carries such a note, with the final logs agreeing,
-    says the step was not played as scripted: no evidence on the model either way.
-    """
-    if verdict is None or verdict.verdict != "model_mismatch" or verdict.differences:
-        return ""
-    mismatches = (verdict.hw or {}).get("mismatches") or []
-    if not mismatches:
-        return ""
-    first = mismatches[0]
-    hint = str(first.get("hint", "")) if isinstance(first, dict) else ""
-    return _hw_line(first) if HARNESS_NOTE in hint else ""
+    """The harness's own note on the step where a model mismatch first shows; "" otherwise
+    (:func:`harness.checker.hw.missed_window`, which the checker also writes into the
+    verdict as ``harness_missed`` and the pytest plugin plays once more on)."""
+    return missed_window(verdict)
 
 
 def trial_realised(

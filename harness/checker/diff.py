@@ -47,6 +47,9 @@ class Verdict:
     # Brokers that exited on their own (harness.generator.playbook.halts.Halt.to_json): the
     # step each was seen at, its fatal log line, the model's step of it (None: unpredicted).
     halts: list[dict[str, Any]] = field(default_factory=list)
+    # A mismatch the harness itself says it made (a window its step missed, observed):
+    # the first HW difference with the harness's note (harness.checker.hw.missed_window).
+    harness_missed: str = ""
 
     @property
     def checkpoint_mismatches(self) -> list[str]:
@@ -76,7 +79,12 @@ class Verdict:
                 else ""
             )
             hw = f"; {self.hw['summary']}" if self.hw.get("mismatches") else ""
-            return f"MODEL MISMATCH{step}: {len(self.differences)} positions differ{hw}"
+            missed = (
+                f"; not played as scripted, so no evidence on the model: {self.harness_missed}"
+                if self.harness_missed
+                else ""
+            )
+            return f"MODEL MISMATCH{step}: {len(self.differences)} positions differ{hw}{missed}"
         return f"{self.verdict}: {self.reason}"
 
 

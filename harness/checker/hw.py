@@ -18,6 +18,10 @@ from typing import Any
 HW_SOURCE = "replication-offset-checkpoint"
 """What :func:`hw_check` compares: each broker's own HW checkpoint (all versions)."""
 
+HARNESS_NOTE = "harness: "
+"""How a step's note starts when the harness writes of its own step (a pause it could not
+make in time, a follower that ran meanwhile), observed, never assumed."""
+
 CARRIED = re.compile(r"harness: (\S+) held .*: applied when \S+ next runs")
 """A harness note whose effect shows at a later step: replicas (``B`` or ``B,C``) that hold
 an answer unread (playbook/crash.py ``_answers_unread``: a killed leader's answer to a
@@ -165,7 +169,7 @@ def _hint(obs: Any, want: tuple[str, list[str]] | None) -> str:
         part.strip()
         for n in getattr(obs, "notes", []) or []
         for part in n.split("; ")
-        if part.startswith("harness: ")
+        if part.startswith(HARNESS_NOTE)
     ]
     return "; ".join(out)
 
@@ -209,3 +213,34 @@ def judge_hw(
         if verdict.first_differing_step is None or first.step < verdict.first_differing_step:
             verdict.first_differing_step = first.step
     return result
+
+
+def missed_window(verdict: Any) -> str:
+    """The harness's own note on the step where a model mismatch first shows; "" otherwise.
+
+    Some steps have a window the harness must act in: a follower paused while its next Fetch
+    is parked at the leader (``replica.fetch.wait.max.ms``), a follower run through an ISR
+    shrink paused before the HW the shrink raised reaches it. A loaded machine can miss it,
+    and the step then says so, observed ("harness: B (or its leader) paused 1.30s after its
+    fetch round ...", "harness: A ... applied the HW the shrink raised (1 -> 2 ...)"). A
+    mismatch whose first HW difference carries such a note, with the final logs as
+    predicted and no broker exiting unpredicted, says the step was not played as scripted:
+    the run is no evidence on the model either way, and playing it again is the answer
+    (the pytest plugin does, once). Any other mismatch is evidence, and stays one.
+    """
+    if verdict is None or verdict.verdict != "model_mismatch" or verdict.differences:
+        return ""
+    if any(not h.get("predicted") for h in getattr(verdict, "halts", []) or []):
+        return ""
+    mismatches = (verdict.hw or {}).get("mismatches") or []
+    if not mismatches:
+        return ""
+    first = mismatches[0]
+    if not isinstance(first, dict):
+        first = asdict(first)
+    if HARNESS_NOTE not in str(first.get("hint", "")):
+        return ""
+    try:
+        return HwMismatch(**first).describe()
+    except TypeError:  # a run.json written before a field was added or renamed
+        return str(first)

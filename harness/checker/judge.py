@@ -20,7 +20,13 @@ import pandas as pd
 
 from harness.checker.consumer import consumer_verdict
 from harness.checker.diff import Verdict, check
-from harness.checker.hw import controller_view, hw_check, judge_hw, predicted_hws
+from harness.checker.hw import (
+    controller_view,
+    hw_check,
+    judge_hw,
+    missed_window,
+    predicted_hws,
+)
 from harness.checker.realised import differences, realised_run, step_hws
 from harness.generator.record import RunRecord
 from reference_model.run import RunResult
@@ -140,6 +146,7 @@ def judge(prediction: RunResult, record: RunRecord) -> Verdict | None:
         verdict.harness_note = record.harness_note
         if verdict.model_match:
             verdict.verdict = "prevented"
+    verdict.harness_missed = missed_window(verdict)
     return verdict
 
 

@@ -67,6 +67,7 @@ def run_info(record: RunRecord, verdict: Verdict | None, prediction: RunResult) 
             "timings": record.phases,
             "cluster": record.cluster.to_json() if record.cluster is not None else None,
             "hw": verdict.hw if verdict else hw_so_far(prediction, record),
+            "harness_missed": verdict.harness_missed if verdict else "",
             "file_writes": record.file_writes,
             "consumer": {
                 k: v

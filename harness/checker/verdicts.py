@@ -44,6 +44,9 @@ class TwoVerdicts:
     # Filled by the consumer oracle (records read twice, out of order, skipped) when a run
     # carries ``extra["consumer_anomalies"]``; empty until then.
     consumer_anomalies: list[str] = field(default_factory=list)
+    # A mismatch the harness says it made itself (harness.checker.hw.missed_window): the
+    # step it names was not played as scripted, so the run is no evidence on the model.
+    harness_missed: str = ""
 
     @property
     def safety_known(self) -> bool:
@@ -65,6 +68,11 @@ class TwoVerdicts:
     def agreement_text(self) -> str:
         if self.model_only:
             return "model only (no brokers played)"
+        if self.agreement == "mismatch" and self.harness_missed:
+            return (
+                "MISMATCH, but not played as scripted (no evidence on the model; play it "
+                f"again): {self.harness_missed}"
+            )
         return {
             "match": "match (the brokers did what the model predicted)",
             "prevented": "prevented (the version refused the step, as predicted)",
@@ -97,6 +105,7 @@ class TwoVerdicts:
             "lost_acked": list(self.lost_acked),
             "divergent_offsets": list(self.divergent_offsets),
             "consumer_anomalies": list(self.consumer_anomalies),
+            "harness_missed": self.harness_missed,
         }
 
 
@@ -112,6 +121,7 @@ def two_verdicts(info: RunInfo | dict[str, Any]) -> TwoVerdicts:
         divergent_offsets=sorted(int(o) for o in doc.get("divergent_offsets") or []),
         consumer_anomalies=[str(a) for a in extra.get("consumer_anomalies") or []]
         or consumer_anomaly_words(extra.get("consumer") or {}),
+        harness_missed=str(extra.get("harness_missed") or ""),
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -188,10 +189,12 @@ class ScenarioItem(pytest.Item):
         run_on_brokers(
             self.scenario, version.name, settings.backend, folder, folder.name, warm=warm
         )
+        doc = json.loads((folder / "verdict.json").read_text())
+        if doc.get("harness_missed"):
+            folder, doc = self._play_again(folder, str(doc["harness_missed"]), version.name)
         cluster = json.loads((folder / "run.json").read_text()).get("extra", {}).get("cluster")
         if cluster:
             self.user_properties.append(("hwchaos_cluster_reused", str(cluster.get("reused"))))
-        doc = json.loads((folder / "verdict.json").read_text())
         where = f"{self.scenario.name} on Kafka {version.name} ({version.generation})"
         both = two_verdicts(doc)
         self._record_safety(both.lost_acked, both.divergent_offsets, both.agreement, both.safety)
@@ -271,6 +274,28 @@ class ScenarioItem(pytest.Item):
             lines += loss
         if lines:
             raise HwchaosFailure("\n".join([*lines, f"run folder: {folder}"]))
+
+    def _play_again(self, first: Path, missed: str, version: str) -> tuple[Path, dict[str, Any]]:
+        """The run once more, when the harness wrote that it did not play a step as
+        scripted (a window a loaded machine missed: harness.checker.hw.missed_window): such
+        a run is no evidence on the model either way. Once only: the second run is judged
+        as it comes. The first run is kept and named in the report, the JUnit properties
+        (``hwchaos_played_again``) and a warning."""
+        from harness.trial import run_on_brokers
+
+        settings = _settings(self.config)
+        folder = _unique(first.with_name(first.name + "-again"))
+        said = (
+            f"played again: the harness did not play a step as scripted ({missed}); "
+            f"first run: {first}"
+        )
+        warnings.warn(said, stacklevel=1)
+        self.add_report_section("call", "hwchaos", said)
+        self.user_properties.remove((RUN_FOLDER, str(first)))
+        self.user_properties += [("hwchaos_played_again", str(first)), (RUN_FOLDER, str(folder))]
+        warm = warm_clusters(self.config)
+        run_on_brokers(self.scenario, version, settings.backend, folder, folder.name, warm=warm)
+        return folder, json.loads((folder / "verdict.json").read_text())
 
     def _record_safety(
         self, lost: list[str], divergent: list[int], agreement: str, safety: str = ""

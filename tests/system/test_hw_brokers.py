@@ -9,6 +9,7 @@ Skips with the one-line reason when no Kafka release tree is configured.
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,11 +18,14 @@ import pytest
 from harness.checker.diff import Verdict
 from harness.checker.hw import judge_hw
 from harness.checker.realised import realised_hws
+from harness.checker.verdicts import two_verdicts
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import require
 from tests.verdicts import why
+
+pytest_plugins = ("pytester",)
 
 pytestmark = pytest.mark.broker
 
@@ -101,3 +105,49 @@ def test_a_pause_past_the_fetch_window_is_named_by_the_harness(
     assert (first["step"], first["replica"], first["predicted"]) == (5, "A", 1), first
     assert "harness: A (or its leader) paused 1." in first["hint"], first
     assert flagged_by_harness(verdict)
+    # The verdict says it apart from a mismatch that is evidence, on every surface.
+    assert verdict.harness_missed.startswith("step 5 (fetch A): A's HW is 2"), verdict
+    assert info.extra["harness_missed"] == verdict.harness_missed
+    last = json.loads((tmp_path / "run" / "verdict.json").read_text())
+    assert last["agreement"] == "mismatch" and last["harness_missed"] == verdict.harness_missed
+    assert "not played as scripted" in two_verdicts(info).last_line()
+
+
+def test_the_plugin_plays_a_run_the_harness_flagged_once_more(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same late fence in the plugin's first run only: the item plays the scenario once
+    more, judges the second run (a match: the item passes), and says so in a warning and
+    the JUnit properties, with the first run's folder kept."""
+    import time as _time
+
+    from harness.generator.playbook.fetch import FetchSteps
+
+    require("2.1.1")
+    original = FetchSteps._caught_up
+    late_once: list[int] = []
+
+    def late(self: FetchSteps, name: str, truncations_before: int, k: int) -> None:
+        original(self, name, truncations_before, k)
+        if k == 5 and not late_once:
+            late_once.append(k)
+            _time.sleep(1.3)
+
+    monkeypatch.setattr(FetchSteps, "_caught_up", late)
+    pytester.makefile(
+        ".yaml", **{"kip101-scenario1": (SCENARIO_DIR / "kip101-scenario1.yaml").read_text()}
+    )
+    junit = pytester.path / "junit.xml"
+    res = pytester.runpytest("--hwchaos-kafka", "2.1.1", f"--junitxml={junit}", "-q", "-rw")
+    res.assert_outcomes(passed=1, warnings=1)
+    res.stdout.fnmatch_lines(["*played again: the harness did not play a step as scripted*"])
+    props = {
+        p.get("name"): p.get("value") for p in ET.parse(junit).getroot().iter("property")
+    }
+    first = Path(props["hwchaos_played_again"])
+    assert first.name.startswith("kip101-scenario1__2.1.1__"), props
+    assert Path(props["hwchaos_run_folder"]).name == first.name + "-again", props
+    assert json.loads((first / "verdict.json").read_text())["harness_missed"]
+    assert json.loads((Path(props["hwchaos_run_folder"]) / "verdict.json").read_text())[
+        "agreement"
+    ] == "match"

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from harness.checker.diff import Verdict
+from harness.checker.hw import missed_window
+from harness.checker.verdicts import two_verdicts
 from harness.generator.playbook.fetch import FetchSteps
 from tests.verdicts import flagged_by_harness, trial_realised
 
@@ -28,6 +30,7 @@ def _mismatch(hint: str, differences: list[dict[str, Any]] | None = None) -> Ver
     v = Verdict("model_mismatch", False, [], [], [], [])
     v.differences = differences or []
     v.hw = {
+        "summary": "HW per step (replication-offset-checkpoint): 5/6 agree",
         "mismatches": [
             {
                 "step": 6,
@@ -50,6 +53,31 @@ def test_only_a_mismatch_the_harness_flagged_with_agreeing_logs_is_flagged() -> 
     assert flagged_by_harness(_mismatch(LATE, [{"replica": "A", "offset": 1}])) == ""
     assert flagged_by_harness(Verdict("match", True, [], [], [], [])) == ""
     assert flagged_by_harness(None) == ""
+
+
+def test_a_broker_exiting_unpredicted_is_evidence_not_a_missed_window() -> None:
+    v = _mismatch(LATE)
+    v.halts = [{"broker": "A", "step": 6, "line": "FATAL ...", "predicted": False}]
+    assert flagged_by_harness(v) == ""
+    v.halts[0]["predicted"] = True
+    assert flagged_by_harness(v) != ""
+
+
+def test_the_verdicts_say_a_missed_window_apart_from_a_mismatch() -> None:
+    """What the CLI's last line, run.json's readers and the plugin see."""
+    doc = {"verdict": "model_mismatch", "backend": "local", "extra": {}}
+    plain = two_verdicts(doc)
+    assert plain.agreement_text().startswith("MISMATCH (the brokers did not do")
+    doc["extra"] = {"harness_missed": missed_window(_mismatch(LATE))}
+    missed = two_verdicts(doc)
+    assert missed.agreement == "mismatch"  # not a match: never green
+    assert "not played as scripted (no evidence on the model" in missed.agreement_text()
+    assert "paused 1.30s after its fetch round" in missed.last_line()
+    assert missed.to_json()["harness_missed"] == doc["extra"]["harness_missed"]
+    v = _mismatch(LATE)
+    v.harness_missed = missed_window(v)
+    assert "not played as scripted" in v.summary()
+    assert "not played as scripted" not in _mismatch("").summary()
 
 
 def test_a_flagged_run_is_played_once_more_and_only_once(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ demo: setup
 bench: setup
 	nice -n 10 $(VENV)/python benchmarks/table.py
 
-# The tables of docs/model.md, regenerated from reference_model/profiles.RULES.
+# The tables of docs/model.md, regenerated from reference_model/rules.RULES.
 docs: setup
 	$(VENV)/python scripts/gen_docs.py
 

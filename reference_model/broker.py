@@ -5,7 +5,7 @@ truncate (``Log``), the leader's high watermark and delayed produce (``Partition
 OffsetsForLeaderEpoch (``ReplicaFetcherThread``/``AbstractFetcherThread``), becoming leader
 or follower (``Partition.makeLeader``/``makeFollower``), and the process and its disk (crash,
 power loss, controlled shutdown, restart). Every rule that differs between releases reads a
-flag of ``cfg.generation`` named after ``profiles.RULES`` (KIP/JIRA and first release there).
+flag of ``cfg.generation`` named after ``rules.RULES`` (KIP/JIRA and first release there).
 
 Nothing here decides leadership: that is the controller's (``reference_model.controller``).
 The one place a broker asks the controller something while it acts, the leader adding a

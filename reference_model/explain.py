@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_model.prevention import prevented
-from reference_model.profiles import PREVENTION_RULES, RULES, with_rule
+from reference_model.profiles import with_rule
+from reference_model.rules import PREVENTION_RULES, RULES
 from reference_model.run import RunResult, expand
 from reference_model.state import PartitionState
 from reference_model.transitions import apply

@@ -2,7 +2,7 @@
 
 "Prevented" means that the Kafka release itself (its controller, its ISR rules, its admin
 API) cannot get into the ordering a scenario asks for, never that the harness has no way to
-do it yet (issue 9). Each check below belongs to one rule of ``profiles.RULES`` (those with
+do it yet (issue 9). Each check below belongs to one rule of ``rules.RULES`` (those with
 ``prevents``): the rule's flag on the profile turns it on, so ``--explain`` lists it with
 its KIP/JIRA and first release, and a boundary test plays the ordering on the last release
 without it and the first with it. A prevention rule changes no transition:
@@ -20,7 +20,7 @@ from typing import Final
 from reference_model.cuts import session_cut, session_node
 from reference_model.events import NODE_NAMES, Event
 from reference_model.kinds import KINDS
-from reference_model.profiles import RULES
+from reference_model.rules import RULES
 from reference_model.state import NO_LEADER, Config, PartitionState
 
 Check = Callable[[Config, PartitionState, Event], str | None]

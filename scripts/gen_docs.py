@@ -1,6 +1,6 @@
 """The generated tables of ``docs/``: rules and profiles from ``RULES``, steps, the catalogue.
 
-Why generated: the tables used to be copied by hand from ``reference_model.profiles.RULES``
+Why generated: the tables used to be copied by hand from ``reference_model.rules.RULES``
 into the README, and nothing noticed when a rule's first release or boundary test changed.
 ``docs/model.md`` holds them between ``<!-- generated: NAME -->`` and ``<!-- end generated -->``
 markers; ``python scripts/gen_docs.py`` (``make docs``) rewrites those blocks in place, and
@@ -28,7 +28,8 @@ import yaml  # noqa: E402
 
 from harness.db.catalogue.versions import CATALOGUE  # noqa: E402
 from reference_model.kinds import KINDS  # noqa: E402
-from reference_model.profiles import RULES, Rule, resolve  # noqa: E402
+from reference_model.profiles import resolve  # noqa: E402
+from reference_model.rules import RULES, Rule  # noqa: E402
 
 DOCS = (ROOT / "docs" / "model.md", ROOT / "docs" / "scenarios.md")
 SCENARIOS = ROOT / "scenarios"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from reference_model.events import ZOOKEEPER_NODE, Event
-from reference_model.profiles import RULES, generation, with_rule
+from reference_model.profiles import generation, with_rule
+from reference_model.rules import RULES
 from reference_model.run import run_scenario
 from reference_model.scenario import Scenario
 from reference_model.transitions import apply

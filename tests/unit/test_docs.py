@@ -1,6 +1,6 @@
 """docs/: the generated rule tables equal the rules, and every link leads somewhere.
 
-The rules table in ``docs/model.md`` is made from ``reference_model.profiles.RULES`` by
+The rules table in ``docs/model.md`` is made from ``reference_model.rules.RULES`` by
 ``scripts/gen_docs.py``; a rule edited without ``make docs`` fails here. Links between the
 README and docs/ (files and ``#anchors``) must resolve, and the background notes the code
 cites must be in the repository.
@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import gen_docs  # noqa: E402
 
-from reference_model import profiles  # noqa: E402
+from reference_model import rules  # noqa: E402
 
 PAGES = [ROOT / "README.md", ROOT / "docker" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -34,7 +34,7 @@ def test_generated_tables_are_current() -> None:
 
 def test_every_rule_and_catalogue_profile_is_in_the_tables() -> None:
     text = (ROOT / "docs" / "model.md").read_text()
-    for name in profiles.RULES:
+    for name in rules.RULES:
         assert f"| `{name}` |" in text, name
     for name in gen_docs.CATALOGUE:
         assert f"| `{name}` |" in text, name
@@ -43,9 +43,9 @@ def test_every_rule_and_catalogue_profile_is_in_the_tables() -> None:
 def test_a_changed_rule_makes_the_committed_table_stale(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutation: move one rule's first release; the check must see the table is stale."""
     text = (ROOT / "docs" / "model.md").read_text()
-    rule = profiles.RULES["fencing"]
+    rule = rules.RULES["fencing"]
     moved = dataclasses.replace(rule, since=("2.2.0",))
-    monkeypatch.setitem(profiles.RULES, "fencing", moved)
+    monkeypatch.setitem(rules.RULES, "fencing", moved)
     new = gen_docs.fill(text, gen_docs.CATALOGUE)
     assert new != text
     assert "| `fencing` | KIP-320 (KAFKA-7395) | 2.2.0 |" in new

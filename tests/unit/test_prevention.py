@@ -17,7 +17,8 @@ from harness.cli import main as cli_main
 from harness.generator.scenarios import SCENARIO_DIR
 from reference_model.events import CONTROLLER_NODE, ZOOKEEPER_NODE, Event
 from reference_model.prevention import CHECKS, prevented, rule_of
-from reference_model.profiles import PREVENTION_RULES, RULES, Generation, generation, with_rule
+from reference_model.profiles import Generation, generation, with_rule
+from reference_model.rules import PREVENTION_RULES, RULES
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 from reference_model.state import Config, initial_state

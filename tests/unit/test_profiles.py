@@ -19,14 +19,13 @@ from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
 from reference_model.events import Event
 from reference_model.profiles import (
     GENERATIONS,
-    PREVENTION_RULES,
-    RULES,
     Generation,
     generation,
     in_release,
     parse_version,
     with_rule,
 )
+from reference_model.rules import PREVENTION_RULES, RULES
 from reference_model.run import run_scenario
 from reference_model.scenario import Scenario
 from reference_model.transitions import apply

@@ -80,6 +80,7 @@ class Generation:
     elr: bool = False  # KIP-966 Eligible Leader Replicas
     unclean_shutdown_detection: bool = False  # KIP-966: unclean restart leaves ISR and ELR
     controller_queue: bool = False  # ZooKeeper ControllerChannelManager: queued, in order
+    keep_last_isr: bool = False  # KAFKA-5642 (1.1): the ZooKeeper controller never empties the ISR
     # Prevention rules (``reference_model.prevention``): they change no transition; they say
     # which steps the broker version makes impossible.
     session_expiry_needs_cut: bool = False  # a running, connected broker's session lives
@@ -124,7 +125,11 @@ GENERATIONS: dict[str, Generation] = {
     for g in (
         _era("hw", "0.8 - 0.10.2", ()),
         _era("kip101", "0.11 - 1.1", ("epoch_in_log", "epoch_truncation")),
-        _era("kip279", "2.0.0", ("epoch_in_log", "epoch_truncation", "epoch_walkback")),
+        _era(
+            "kip279",
+            "2.0.0",
+            ("epoch_in_log", "epoch_truncation", "epoch_walkback", "keep_last_isr"),
+        ),
         _era(
             "kip320",
             "2.1 - 3.6 (ZooKeeper)",
@@ -139,6 +144,7 @@ GENERATIONS: dict[str, Generation] = {
                 "truncate_on_missed_epoch",
                 "out_of_range_truncates",
                 "caught_up_stays_in_isr",
+                "keep_last_isr",
             ),
         ),
     )

@@ -232,6 +232,19 @@ RULES: dict[str, Rule] = {
             feature="elr",
             boundary="scenarios/kip966-last-replica-standing.yaml",
         ),
+        Rule(
+            "keep_last_isr",
+            "KAFKA-5642 (the asynchronous ZooKeeper controller, 1.1.0)",
+            ("1.1.0",),
+            "kafka.controller.ReplicaStateMachine.doRemoveReplicasFromIsr (adjustedIsr: an "
+            "ISR of one is kept); before: KafkaController.removeReplicaFromIsr kept the last "
+            "member only with unclean.leader.election.enable=false",
+            "when the last ISR member of a partition fails, the ZooKeeper controller leaves it "
+            "in the ISR (leader -1) whatever the unclean setting; before 1.1 only with unclean "
+            "election disabled (observed: 2.1.1 and 3.3.1 isr [B], 0.10.2.1 isr [])",
+            mode="zk",
+            boundary="tests/unit/test_profiles.py::test_kafka_5642_boundary",
+        ),
         # ------------------------------------------------------------ prevention rules
         Rule(
             "controller_queue",

@@ -65,8 +65,11 @@ def on_broker_failure(cfg: Config, ctrl: Controller, i: int) -> Decisions:
             note = f"controller: {name} failed, {kind}elects {cfg.brokers[elected.leader]}"
             return (Decision(elected, note, EVERY_LIVE),)
         isr = ctrl.isr - {i}
-        if not isr and not cfg.unclean:
-            isr = ctrl.isr  # the last ISR member is kept so it can come back
+        if not isr and (not cfg.unclean or cfg.generation.keep_last_isr):
+            # The last ISR member is kept so it can come back: from 1.1 always
+            # (ReplicaStateMachine.doRemoveReplicasFromIsr, KAFKA-5642), before only with
+            # unclean election disabled (KafkaController.removeReplicaFromIsr).
+            isr = ctrl.isr
         ctrl = ctrl._replace(leader=NO_LEADER, epoch=ctrl.epoch + 1, isr=isr)
         note = f"controller: {name} failed, no eligible leader: partition offline"
         return (Decision(ctrl, note, EVERY_LIVE),)

@@ -191,8 +191,9 @@ def test_release_agrees_with_its_era_alias(release: str, era: str) -> None:
 
 def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
     """3.3.1 with inter.broker.protocol.version 0.10: the epoch rules are off; only the
-    broker-code fixes that need no new protocol (KAFKA-7128/7164/7414, hw_in_log) remain, and they
-    change nothing in the pre-KRaft catalogue."""
+    broker-code fixes that need no new protocol (KAFKA-7128/7164/7414, hw_in_log) and the
+    controller's (KAFKA-5642) remain, and they change nothing in the pre-KRaft catalogue's
+    outcomes."""
     g = generation("3.3.1-ibp0.10")
     behaviour = g.rules - set(PREVENTION_RULES)
     assert behaviour == {
@@ -201,6 +202,7 @@ def test_ibp_pinned_modern_broker_replicates_like_hw() -> None:
         "truncate_on_missed_epoch",
         "out_of_range_truncates",
         "hw_in_log",  # broker code (2.4): a truncation lowers the HW, whatever the IBP
+        "keep_last_isr",  # controller code (1.1, KAFKA-5642), whatever the IBP
     }
     assert "caught_up_stays_in_isr" in g.rules  # KAFKA-7152 is broker code: no IBP needed
     for path in catalogue():
@@ -240,6 +242,24 @@ def test_kip279_boundary() -> None:
     assert outcome(s, "2.0.0")["divergent_offsets"] == []
     off = with_rule(generation("2.0.0"), "epoch_walkback", False)
     assert outcome(s, off)["divergent_offsets"] == [1]
+
+
+def test_kafka_5642_boundary() -> None:
+    """kip279-fast-leader-change step 9: B, the last ISR member, fails with unclean election
+    enabled. From 1.1 the ZooKeeper controller keeps it in the ISR (seen on real 2.1.1 and
+    3.3.1: leader -1, isr [B]); 0.10.2.1 empties the ISR, as it still does (and every
+    release does) with unclean election disabled."""
+    s = cat("kip279-fast-leader-change")
+
+    def isr_after_step_9(gen: Generation | str) -> list[str]:
+        run = run_scenario(s, gen)
+        return sorted(s.brokers[i] for i in run.steps[9].state.controller.isr)
+
+    assert isr_after_step_9("0.10.2.1") == [] and isr_after_step_9("1.0.2") == []
+    assert isr_after_step_9("1.1.0") == ["B"] and isr_after_step_9("3.3.1") == ["B"]
+    off = with_rule(generation("2.1.1"), "keep_last_isr", False)
+    assert isr_after_step_9(off) == []
+    assert outcome(s, "1.0.2")["lost_acked"] == outcome(s, "1.1.0")["lost_acked"]
 
 
 def test_kafka_7415_boundary() -> None:

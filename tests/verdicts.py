@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harness.checker.hw import HwMismatch, missed_window
+from harness.checker.liveness import LivenessMismatch
 
 T = TypeVar("T")
 SHOWN = 5  # differences / mismatches listed; the rest are counted
@@ -58,6 +59,7 @@ def why(info: Any, verdict: Any, folder: Path | None = None) -> str:
             lines.append(hw.get("summary", "HW mismatches"))
             lines += _some("HW mismatch", [_hw_line(m) for m in hw["mismatches"]])
         lines += _some("unpredicted halt", [h for h in verdict.halts if not h.get("predicted")])
+        lines += _some("liveness", [LivenessMismatch(**m).describe() for m in verdict.liveness])
         if verdict.checkpoint_mismatches:
             lines.append(f"leader-epoch-checkpoint differs on {verdict.checkpoint_mismatches}")
         lines.append(

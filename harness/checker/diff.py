@@ -47,6 +47,9 @@ class Verdict:
     # Brokers that exited on their own (harness.generator.playbook.halts.Halt.to_json): the
     # step each was seen at, its fatal log line, the model's step of it (None: unpredicted).
     halts: list[dict[str, Any]] = field(default_factory=list)
+    # Steps where the controller counted other brokers live than the model's controller
+    # (harness.checker.liveness.LivenessMismatch.to_json()).
+    liveness: list[dict[str, Any]] = field(default_factory=list)
     # A mismatch the harness itself says it made (a window its step missed, observed):
     # the first HW difference with the harness's note (harness.checker.hw.missed_window).
     harness_missed: str = ""

@@ -232,6 +232,8 @@ def missed_window(verdict: Any) -> str:
         return ""
     if any(not h.get("predicted") for h in getattr(verdict, "halts", []) or []):
         return ""
+    if getattr(verdict, "liveness", None):
+        return ""  # the controller went its own way: evidence, whoever is to blame
     mismatches = (verdict.hw or {}).get("mismatches") or []
     if not mismatches:
         return ""

@@ -27,6 +27,7 @@ from harness.checker.hw import (
     missed_window,
     predicted_hws,
 )
+from harness.checker.liveness import liveness_check, predicted_live
 from harness.checker.realised import differences, realised_run, step_hws
 from harness.generator.record import RunRecord
 from reference_model.run import RunResult
@@ -55,6 +56,21 @@ def log_frames(prediction: RunResult, record: RunRecord) -> tuple[pd.DataFrame, 
     predicted = pd.DataFrame(prediction.replica_rows(record.run_id), columns=COLUMNS)
     observed = pd.DataFrame(observed_rows(record), columns=COLUMNS)
     return predicted, observed
+
+
+def judge_liveness(verdict: Verdict, predicted: list[list[str]], observations: list[Any]) -> None:
+    """Add the per-step liveness check (harness.checker.liveness); a difference fails it,
+    at its step, as a HW difference does."""
+    found = liveness_check(predicted, observations)
+    verdict.liveness = [m.to_json() for m in found]
+    if not found:
+        return
+    verdict.model_match = False
+    if verdict.verdict in ("match", "prevented"):
+        verdict.verdict = "model_mismatch"
+    verdict.reason = "; ".join(x for x in (verdict.reason, found[0].describe()) if x)
+    if verdict.first_differing_step is None or found[0].step < verdict.first_differing_step:
+        verdict.first_differing_step = found[0].step
 
 
 def lost_acked(record: RunRecord) -> list[str]:
@@ -124,6 +140,7 @@ def judge(prediction: RunResult, record: RunRecord) -> Verdict | None:
         }
     names = list(scenario.brokers)
     judge_hw(verdict, names, step_hws(prediction), record.observations, controller_view(prediction))
+    judge_liveness(verdict, predicted_live(prediction), record.observations)
     verdict.hw["scenario_hw"] = predicted_hws(written)
     verdict.hw["as_played_differs"] = differences(written, prediction)
     verdict.consumer = consumer(prediction, record, verdict)

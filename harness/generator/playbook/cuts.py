@@ -110,6 +110,11 @@ class CutLinks(PlaybookState):
                 out.append(f"{s}->{d}")
         return ",".join(out) or "nothing"
 
+    def liveness_free(self) -> set[str]:
+        """Also the brokers cut from their session keeper: ZooKeeper mode's short session
+        runs out while the cut lasts, before the ``detect`` the model waits for."""
+        return super().liveness_free() | self.cut_from_sessions()
+
     def sessions_kept_by_cuts(self, live: Iterable[int]) -> set[str]:
         """KRaft: brokers the model counts live whose own heartbeats a cut drops."""
         alive = {self.names[i] for i in live if 0 <= i < len(self.names)}

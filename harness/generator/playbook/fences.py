@@ -53,6 +53,12 @@ class Observation:
     hw_stable: dict[str, bool] = field(default_factory=dict)
     # The leader's HW on the wire (ListOffsets latest; -1: no answer).
     leader_hw_wire: int = -1
+    # The brokers the controller counts live (ZooKeeper: registered; KRaft: unfenced);
+    # None: not observed. ``live_free``: brokers whose session can run out by itself, so
+    # not held to the model: cut from their session keeper (ZooKeeper mode's short session
+    # runs while the cut lasts) or let go by a ``detect`` of a running broker.
+    live: list[str] | None = None
+    live_free: list[str] = field(default_factory=list)
 
 
 def wait_until(

@@ -263,7 +263,14 @@ class PlaybookState:
             hw={n: r.hw for n, r in readings.items()},
             hw_stable={n: r.stable for n, r in readings.items()},
             leader_hw_wire=wire[0],
+            live=[self.by_id[i] for i in sorted(v.live) if i in self.by_id],
+            live_free=sorted(self.liveness_free()),
         )
+
+    def liveness_free(self) -> set[str]:
+        """Brokers whose liveness the controller may change by itself now (not held to the
+        model at this step): those a ``detect`` let go of; CutLinks adds the cut ones."""
+        return set(self.expiring)
 
     def _seen(self) -> str:
         try:

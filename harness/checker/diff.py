@@ -54,6 +54,16 @@ class Verdict:
     # the first HW difference with the harness's note (harness.checker.hw.missed_window).
     harness_missed: str = ""
 
+    def differs_at(self, step: int, why: str) -> None:
+        """A difference the brokers showed at ``step``: the run is a model mismatch from
+        there, whatever its final logs say (the per-step checks call this)."""
+        self.model_match = False
+        if self.verdict in ("match", "prevented"):
+            self.verdict = "model_mismatch"
+        self.reason = "; ".join(x for x in (self.reason, why) if x)
+        if self.first_differing_step is None or step < self.first_differing_step:
+            self.first_differing_step = step
+
     @property
     def checkpoint_mismatches(self) -> list[str]:
         """Replicas whose leader-epoch-checkpoint differs from the model's epoch cache."""

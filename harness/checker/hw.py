@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from harness.checker.diff import Verdict
+
 HW_SOURCE = "replication-offset-checkpoint"
 """What :func:`hw_check` compares: each broker's own HW checkpoint (all versions)."""
 
@@ -191,7 +193,7 @@ def controller_view(run: Any) -> list[tuple[str, list[str]]]:
 
 
 def judge_hw(
-    verdict: Any,
+    verdict: Verdict,
     names: Sequence[str],
     predicted_hw: Sequence[Sequence[int]],
     observations: Sequence[Any],
@@ -206,16 +208,11 @@ def judge_hw(
     verdict.hw = result.to_json()
     first = result.first
     if first is not None:
-        verdict.model_match = False
-        if verdict.verdict in ("match", "prevented"):
-            verdict.verdict = "model_mismatch"
-        verdict.reason = "; ".join(x for x in (verdict.reason, first.describe()) if x)
-        if verdict.first_differing_step is None or first.step < verdict.first_differing_step:
-            verdict.first_differing_step = first.step
+        verdict.differs_at(first.step, first.describe())
     return result
 
 
-def missed_window(verdict: Any) -> str:
+def missed_window(verdict: Verdict | None) -> str:
     """The harness's own note on the step where a model mismatch first shows; "" otherwise.
 
     Some steps have a window the harness must act in: a follower paused while its next Fetch
@@ -230,16 +227,12 @@ def missed_window(verdict: Any) -> str:
     """
     if verdict is None or verdict.verdict != "model_mismatch" or verdict.differences:
         return ""
-    if any(not h.get("predicted") for h in getattr(verdict, "halts", []) or []):
-        return ""
-    if getattr(verdict, "liveness", None):
-        return ""  # the controller went its own way: evidence, whoever is to blame
+    if any(not h.get("predicted") for h in verdict.halts) or verdict.liveness:
+        return ""  # a broker or the controller went its own way: evidence
     mismatches = (verdict.hw or {}).get("mismatches") or []
     if not mismatches:
         return ""
     first = mismatches[0]
-    if not isinstance(first, dict):
-        first = asdict(first)
     if HARNESS_NOTE not in str(first.get("hint", "")):
         return ""
     try:

@@ -63,14 +63,8 @@ def judge_liveness(verdict: Verdict, predicted: list[list[str]], observations: l
     at its step, as a HW difference does."""
     found = liveness_check(predicted, observations)
     verdict.liveness = [m.to_json() for m in found]
-    if not found:
-        return
-    verdict.model_match = False
-    if verdict.verdict in ("match", "prevented"):
-        verdict.verdict = "model_mismatch"
-    verdict.reason = "; ".join(x for x in (verdict.reason, found[0].describe()) if x)
-    if verdict.first_differing_step is None or found[0].step < verdict.first_differing_step:
-        verdict.first_differing_step = found[0].step
+    if found:
+        verdict.differs_at(found[0].step, found[0].describe())
 
 
 def lost_acked(record: RunRecord) -> list[str]:

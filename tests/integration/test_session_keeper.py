@@ -12,7 +12,6 @@ tree is missing.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,38 +24,20 @@ from harness.db.mode.kraft import KRaftMode
 from harness.db.mode.kraft_view import KRaftView
 from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.process import jvms_under
+from harness.generator.playbook.fences import wait_until
 from harness.nemesis import faults
-from harness.readback.metadata_records import read_metadata_log
+from tests.metadata_log import broker_decisions
 
 pytestmark = pytest.mark.broker
 
 
-def wait(check: object, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"{what} within {timeout:.0f}s"
-        time.sleep(0.02)
-
-
 def fencing(view: KRaftView, broker_id: int, since: int) -> list[str]:
-    """The controller's decisions on one broker's fencing after metadata offset ``since``,
-    in order, read from its metadata log (every KRaft version writes them there)."""
-    out = []
-    for rec in read_metadata_log(view.log_dir, view.schemas):
-        d = rec.data
-        if rec.offset <= since or broker_id not in (d.get("BrokerId"), d.get("Id")):
-            continue
-        if rec.name == "FenceBrokerRecord" or (
-            rec.name == "BrokerRegistrationChangeRecord" and d.get("Fenced") == 1
-        ):
-            out.append("fenced")
-        elif rec.name == "UnfenceBrokerRecord" or (
-            rec.name == "BrokerRegistrationChangeRecord" and d.get("Fenced") == -1
-        ):
-            out.append("unfenced")
-        elif rec.name == "RegisterBrokerRecord":
-            out.append("registered")
-    return out
+    """The controller's decisions on one broker after metadata offset ``since``, in order."""
+    return [
+        what
+        for offset, broker, _epoch, what in broker_decisions(view.log_dir, view.schemas)
+        if offset > since and broker == broker_id
+    ]
 
 
 @pytest.mark.parametrize("version", ["3.3.1-kraft", "4.0.0"])
@@ -97,7 +78,7 @@ def test_a_crash_detected_while_the_keeper_beats_stays_fenced(
         assert cluster.declare_dead("B")
         detected.set()
         rounds = mode.keeper_rounds
-        wait(lambda: mode.keeper_rounds >= rounds + 2, "two keeper rounds")
+        wait_until(lambda: mode.keeper_rounds >= rounds + 2, "two keeper rounds", 30)
         assert fencing(view, bid, since) == ["fenced"]
     finally:
         cluster.close()

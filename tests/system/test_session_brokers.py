@@ -21,8 +21,8 @@ from harness.db import Cluster
 from harness.db.catalogue.versions import resolve_version
 from harness.db.names import CONTROLLER
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
-from harness.readback.metadata_records import read_metadata_log
 from harness.trial import trial
+from tests.metadata_log import broker_decisions
 from tests.system.test_brokers import require
 from tests.verdicts import why
 
@@ -38,14 +38,11 @@ def registrations(log_dir: Path, schemas: Any) -> list[tuple[int, int, bool]]:
     """(broker, epoch, later fenced) of every registration in the controller's metadata log,
     in log order."""
     out: dict[tuple[int, int], bool] = {}
-    for rec in read_metadata_log(log_dir, schemas):
-        d = rec.data
-        if rec.name == "RegisterBrokerRecord":
-            out[(d["BrokerId"], d["BrokerEpoch"])] = False
-        elif rec.name == "BrokerRegistrationChangeRecord" and d.get("Fenced") == 1:
-            key = (d["BrokerId"], d["BrokerEpoch"])
-            if key in out:
-                out[key] = True
+    for _offset, broker, epoch, what in broker_decisions(log_dir, schemas):
+        if what == "registered":
+            out[(broker, epoch)] = False
+        elif what == "fenced" and (broker, epoch) in out:
+            out[(broker, epoch)] = True
     return [(b, e, f) for (b, e), f in out.items()]
 
 

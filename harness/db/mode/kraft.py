@@ -89,7 +89,11 @@ class KRaftMode(Mode):
         self.features = dict(features or {})
         self.cluster_id = random_cluster_id()
         self._alive: set[str] = set()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the kept set
+        # Held while the keeper heartbeats, and by ``declare_dead`` to drop a broker: no
+        # keeper heartbeat for a broker is in flight or to come once it is dropped. Apart
+        # from ``_lock`` so ``keep_alive`` (every step) never waits on a heartbeat's I/O.
+        self._beating = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()  # a broker went silent: beat for it now
         self.keeper_rounds = 0  # rounds the keeper finished (tests wait on it)
@@ -322,12 +326,12 @@ class KRaftMode(Mode):
         return error
 
     def declare_dead(self, cluster: Runtime, name: str) -> bool:
-        # Under the lock the keeper holds while it heartbeats: once this returns, no
-        # heartbeat of the keeper's for ``name`` is in flight or to come. One that reached
-        # the controller after the WantFence below would undo it: 3.3.1 unfenced the dead
-        # broker at once ("has caught up with the offset of its register broker record")
-        # and fenced it again only when that session lapsed.
-        with self._lock:
+        # Under the keeper's ``_beating``: once dropped, no heartbeat of the keeper's for
+        # ``name`` is in flight or to come. One that reached the controller after the
+        # WantFence below would undo it: 3.3.1 unfenced the dead broker at once ("has
+        # caught up with the offset of its register broker record") and fenced it again
+        # only when that session lapsed.
+        with self._beating, self._lock:
             self._alive.discard(name)
         view = self.view(cluster)
         assert isinstance(view, KRaftView)
@@ -373,10 +377,11 @@ class KRaftMode(Mode):
                 state = img.brokers.get(cluster.brokers[n].broker_id)
                 if state is None or state.fenced:
                     continue
-                with self._lock:
-                    if n not in self._alive:
-                        continue  # declared dead (or let go) since: not ours to keep
-                    self._heartbeat(cluster, state.broker_id, state.epoch, img.offset, False)
+                with self._beating:
+                    with self._lock:
+                        kept = n in self._alive
+                    if kept:  # else declared dead (or let go) since: not ours to keep
+                        self._heartbeat(cluster, state.broker_id, state.epoch, img.offset, False)
 
     def close(self) -> None:
         self._stop.set()

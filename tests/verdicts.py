@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from harness.checker.hw import HwMismatch, missed_window
 from harness.checker.liveness import LivenessMismatch
+from harness.trial import once_more_if_missed
 
 T = TypeVar("T")
 SHOWN = 5  # differences / mismatches listed; the rest are counted
@@ -82,21 +83,19 @@ def flagged_by_harness(verdict: Any) -> str:
 def trial_realised(
     play: Callable[[Path], T], folder: Path, verdict_of: Callable[[T], Any]
 ) -> tuple[T, Path]:
-    """``play(folder)``; once more in ``folder``-again when the harness flagged its own step.
-    Returns the run the test judges and its folder.
+    """``play(folder)``; once more in ``folder``-again when the harness flagged its own step
+    (:func:`harness.trial.once_more_if_missed`, what ``run``, ``matrix`` and ``explore
+    --confirm`` do). Returns the run the test judges and its folder.
 
     Only a mismatch :func:`flagged_by_harness` names is played again, once, and the test
     then judges the second run; a warning in the test report says what the first run's
     harness wrote, with its folder (kept). Any other verdict is the test's to judge.
     """
-    first = play(folder)
-    flagged = flagged_by_harness(verdict_of(first))
-    if not flagged:
-        return first, folder
-    again = folder.with_name(folder.name + "-again")
-    warnings.warn(
-        f"played again: the harness did not play a step as scripted ({flagged}); "
-        f"first run: {folder}",
-        stacklevel=2,
+
+    def say(m: str) -> None:
+        warnings.warn(m, stacklevel=3)
+
+    judged, where, _first = once_more_if_missed(
+        play, folder, lambda t: flagged_by_harness(verdict_of(t)), say
     )
-    return play(again), again
+    return judged, where

@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from harness.checker import results
 from harness.checker.verdicts import two_verdicts
-from harness.cli.matrix_jobs import default_jobs, run_parallel
+from harness.cli.matrix_jobs import PLAYED_AGAIN, default_jobs, run_parallel
 from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
@@ -374,7 +374,13 @@ def run(args: argparse.Namespace) -> int:
                     warm.last_run()  # no later cell has this configuration: close, no reset
 
                 ok = run_on_brokers(
-                    cell.scenario, cell.target, args.backend, folder, cell.cell_id, warm=warm
+                    cell.scenario,
+                    cell.target,
+                    args.backend,
+                    folder,
+                    cell.cell_id,
+                    warm=warm,
+                    aside=out / PLAYED_AGAIN,
                 )
                 failures += 0 if ok else 1
     finally:

@@ -37,6 +37,11 @@ from harness.db.runtime.ports import port_range, share
 from harness.db.runtime.process import spawn
 from reference_model.scenario import Scenario, to_document
 
+PLAYED_AGAIN = "played-again"
+"""``<out>/played-again/<cell>``: a cell's first run when the harness did not play a step
+as scripted and played the cell once more in its folder (harness.trial.once_more_if_missed);
+outside ``cells/``, so the results pipeline reads each cell once."""
+
 PORT_BASE = 20000  # below the usual ephemeral range (32768-60999)
 PORTS_PER_JOB = 400
 
@@ -171,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             scenario = load_scenario(folder / "scenario.yaml")
             if warm is not None and i + 3 >= len(rest):
                 warm.last_run()  # the batch's last cell: its cluster is closed, not reset
-            ok = run_on_brokers(scenario, target, backend, folder, cell_id, warm=warm)
+            # cells live in <out>/cells/<cell>; a first run not played as scripted goes aside
+            aside = folder.parent.parent / PLAYED_AGAIN
+            ok = run_on_brokers(scenario, target, backend, folder, cell_id, warm=warm, aside=aside)
             failed += 0 if ok else 1
     return 1 if failed else 0
 

@@ -77,6 +77,8 @@ class RunOutcome:
     harness_note: str = ""
     first_differing_step: int | None = None
     differences: int = 0
+    # the harness's note when it did not play a step as scripted (harness.checker.hw)
+    harness_missed: str = ""
 
 
 def unavailable(version: KafkaVersion, backend: str) -> str | None:
@@ -168,6 +170,12 @@ def classify(model: ModelVerdict, run: RunOutcome, version: str) -> tuple[str, s
             f"the {model.profile} profile predicts no violation and {version} agrees "
             "(per-replica logs as predicted): fixed in this version"
         )
+    if run.verdict == "model_mismatch" and run.harness_missed:
+        # Played once more already (harness.trial.once_more_if_missed) and missed again.
+        return MISMATCH, (
+            f"not played as scripted on {version}, twice, so no evidence on the model: "
+            f"{run.harness_missed}"
+        )
     extra = sorted(set(run.lost_acked) - set(model.lost_acked))
     if (
         run.verdict == "model_mismatch"
@@ -240,6 +248,9 @@ class Confirmation:
     observed: dict[str, Any]  # {"verdict", "lost_acked", "divergent_offsets"}
     seconds: float
     same_run_as: int | None = None  # index of the counterexample whose run this one shares
+    # the first run's folder when the harness did not play a step of it as scripted and
+    # played it once more (harness.trial.once_more_if_missed); this entry judges the second
+    played_again: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -256,6 +267,7 @@ def outcome_of(info: Any, verdict: Any) -> RunOutcome:
         harness_note=str(prevented.get("harness_note", "")),
         first_differing_step=verdict.first_differing_step if verdict is not None else None,
         differences=len(verdict.differences) if verdict is not None else 0,
+        harness_missed=str(info.extra.get("harness_missed") or ""),
     )
 
 
@@ -326,7 +338,7 @@ def confirm(
     ``warm``: counterexamples of one cluster configuration play on one running cluster,
     checked clean and reset between them (harness.generator.warm); None: each on a fresh one.
     """
-    from harness.trial import trial
+    from harness.trial import Trial, once_more_if_missed, trial, trial_missed
 
     out: list[Confirmation] = []
     played: dict[tuple[str, ...], Confirmation] = {}
@@ -355,6 +367,7 @@ def confirm(
                     observed=first.observed,
                     seconds=0.0,
                     same_run_as=first.index,
+                    played_again=first.played_again,
                 )
             )
             write_table(out, version, backend, runs)
@@ -369,15 +382,17 @@ def confirm(
         t0 = time.perf_counter()
         if warm is not None and i == total:
             warm.last_run()  # no counterexample follows: close its cluster, no reset
-        info, _prediction, verdict, _record = trial(
-            sc,
-            version,
-            backend,
-            folder,
-            folder.name,
-            progress=lambda m: progress(f"    {m}"),
-            warm=warm,
+
+        def one(where: Path, sc: Scenario = sc, run_id: str = folder.name) -> Trial:
+            return trial(
+                sc, version, backend, where, run_id, lambda m: progress(f"    {m}"), warm=warm
+            )
+
+        # A run the harness did not play as scripted is no evidence: played once more.
+        judged, folder, first_run = once_more_if_missed(
+            one, folder, trial_missed, lambda m: progress(f"    {m}")
         )
+        info, _prediction, verdict, _record = judged
         run = outcome_of(info, verdict)
         label, reason = classify(model, run, version.name)
         c = Confirmation(
@@ -395,6 +410,7 @@ def confirm(
                 "divergent_offsets": run.divergent_offsets,
             },
             seconds=round(time.perf_counter() - t0, 2),
+            played_again=str(first_run) if first_run else None,
         )
         progress(f"[{i}/{total}] {label}: {reason} ({c.seconds:.0f}s)")
         played[key] = c

@@ -131,8 +131,8 @@ def test_a_matrix_job_plays_its_batch_on_one_pool_each_cell_logging_to_its_folde
     shim.write_text(
         "import sys, harness.trial as t\n"
         "from harness.cli import matrix_jobs\n"
-        "def fake(scenario, target, backend, folder, cell_id, warm=None):\n"
-        "    print(f'played {cell_id} pool={id(warm) if warm else None} "
+        "def fake(scenario, target, backend, folder, cell_id, warm=None, aside=None):\n"
+        "    print(f'played {cell_id} aside={aside} pool={id(warm) if warm else None} "
         'root={getattr(warm, "root", None)}\', flush=True)\n'
         "    return True\n"
         "t.run_on_brokers = fake\n"
@@ -145,7 +145,9 @@ def test_a_matrix_job_plays_its_batch_on_one_pool_each_cell_logging_to_its_folde
         assert res.returncode == 0, res.stderr.decode()
         lines = [(f / "matrix.log").read_text().splitlines()[-1] for f, _t, _i in cells]
         assert [ln.split()[1] for ln in lines] == ["kip101-scenario1", "kip101-scenario2"]
-        pools = {ln.split()[2] for ln in lines}
+        # a first run the harness did not play as scripted goes beside cells/, not in it
+        assert {ln.split()[2] for ln in lines} == {f"aside={tmp_path.parent / 'played-again'}"}
+        pools = {ln.split()[3] for ln in lines}
         if warm_root is None:
             assert pools == {"pool=None"}
         else:

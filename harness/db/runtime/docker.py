@@ -55,6 +55,7 @@ from harness.db.runtime import reaper as reaper_mod
 from harness.db.runtime.daemon import docker_available
 from harness.db.runtime.images import ensure_image
 from harness.db.runtime.linkcuts import LinkCuts
+from harness.db.runtime.logconf import with_harness_loggers
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.reaper import RUN_LABEL as LABEL
 
@@ -88,6 +89,26 @@ def image_for(version: KafkaVersion) -> str:
 def cleanup_leftovers() -> int:
     """Remove every container and network an earlier, now dead, hwchaos run left."""
     return reaper_mod.reap_orphans()[0]
+
+
+KAFKA_HOME = "/opt/kafka"
+"""Where the hwchaos images hold the release (``harness.db.runtime.images``: ``COPY kafka
+/opt/kafka``)."""
+
+_IMAGE_FILES: dict[tuple[str, str], str] = {}
+
+
+def _image_file(client: Any, image: str, path: str, labels: dict[str, str]) -> str:
+    """A text file of ``image`` (read once per process and image): a throwaway container
+    that ``cat``s it, without network, labelled as the run's (the reaper's to remove if
+    the harness dies meanwhile)."""
+    key = (image, path)
+    if key not in _IMAGE_FILES:
+        out = client.containers.run(
+            image, entrypoint=["cat", path], remove=True, network_disabled=True, labels=labels
+        )
+        _IMAGE_FILES[key] = out.decode() if isinstance(out, bytes) else str(out)
+    return _IMAGE_FILES[key]
 
 
 def _nsenter_ok() -> bool:
@@ -235,6 +256,8 @@ class DockerCluster(Cluster):
             HWCHAOS_JVM_FLAGS=" ".join(self.version.jvm_flags),
         )
         c.with_volume_mapping(str(d / "config"), "/config", "ro")
+        name_in_image, conf = self._log_config()
+        c.with_volume_mapping(str(conf), f"{KAFKA_HOME}/config/{name_in_image}", "ro")
         c.with_volume_mapping(str(d / "data"), "/data", "rw")
         c.with_volume_mapping(str(d / "logs"), "/logs", "rw")
         for inside, outside in ports.items():
@@ -256,6 +279,20 @@ class DockerCluster(Cluster):
             strategy.with_startup_timeout(int(self.startup_timeout)).with_poll_interval(0.2)
             c.waiting_for(strategy)
         return c
+
+    def _log_config(self) -> tuple[str, Path]:
+        """The image's own log configuration with the loggers the fences read
+        (harness.db.runtime.logconf), written once per cluster and bind-mounted over the
+        image's file: the entrypoint uses log4j2.yaml from 4.0, log4j.properties before.
+        The base is read out of the image (``cat`` in a throwaway container), so an image
+        built from a release tarball gets its own file too."""
+        name = "log4j2.yaml" if self.version.log4j2 else "log4j.properties"
+        path = self.workdir / name
+        if not path.exists():
+            base = _image_file(self.client, self.image, f"{KAFKA_HOME}/config/{name}", self.labels)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(with_harness_loggers(base, self.version.log4j2))
+        return name, path
 
     def _after_start(self, name: str) -> None:
         """A fresh network namespace: no route out, and the links blocked so far."""

@@ -34,6 +34,7 @@ from harness.db.catalogue.kafka_config import render
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode import make_mode
 from harness.db.runtime.cds import TreeArchive
+from harness.db.runtime.logconf import with_harness_loggers
 from harness.db.runtime.netns import RunNetwork
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.process import spawn
@@ -103,9 +104,9 @@ class LocalCluster(Cluster):
         logs = self.workdir / name / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         if self.version.log4j2:
-            log_config = f"-Dlog4j2.configurationFile=file:{self.tree / 'config' / 'log4j2.yaml'}"
+            log_config = f"-Dlog4j2.configurationFile=file:{self._log_config()}"
         else:
-            log_config = f"-Dlog4j.configuration=file:{self._log4j_properties()}"
+            log_config = f"-Dlog4j.configuration=file:{self._log_config()}"
         return [
             "java",
             *HEAP,
@@ -122,25 +123,21 @@ class LocalCluster(Cluster):
             *args,
         ]
 
-    def _log4j_properties(self) -> Path:
-        """The release's log4j.properties; before 0.11 with the follower's HW traced.
-
-        Before 0.11 a follower truncates to its own high watermark when it restarts or
-        becomes follower, so the HW each fetch round gave it is what decides a run: with
-        ``kafka.server.ReplicaFetcherThread`` at TRACE each round logs "set replica high
-        watermark for partition ... to N" (``ReplicaFetcherThread.processPartitionData``),
-        the broker's own account beside its checkpoint file (which the fences and the
-        per-step HW check read). A copy in the run folder; the release tree is never written.
+    def _log_config(self) -> Path:
+        """The release's log4j.properties (log4j2.yaml from 4.0) with the loggers the fences
+        read (harness.db.runtime.logconf): the leader's record of each follower's fetch
+        position, and before 0.11 the follower's HW after each fetch round. A copy in the
+        cluster's work dir; the release tree is never written.
         """
-        tree = self.tree / "config" / "log4j.properties"
-        if self.version.epoch_on_disk:
-            return tree
-        path = self.workdir / "log4j.properties"
+        name = "log4j2.yaml" if self.version.log4j2 else "log4j.properties"
+        path = self.workdir / name
         if not path.exists():
-            extra = "\n# hwchaos: the follower's HW after each fetch round (fetch fence)\n"
-            extra += "log4j.logger.kafka.server.ReplicaFetcherThread=TRACE\n"
+            base = (self.tree / "config" / name).read_text()
+            text = with_harness_loggers(
+                base, self.version.log4j2, fetcher_trace=not self.version.epoch_on_disk
+            )
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(tree.read_text() + extra)
+            path.write_text(text)
         return path
 
     def _write_config(self, name: str, props: dict[str, str], file: str) -> Path:

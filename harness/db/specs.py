@@ -26,6 +26,18 @@ class NodeExited(ClusterError):
         self.code = code
 
 
+class PublishRefused(ClusterError):
+    """The Docker daemon could not publish node ``node``'s host port (taken meanwhile)."""
+
+    # what the daemon says then (seen: "driver failed programming external connectivity on
+    # endpoint ...: ... address already in use")
+    SAID = ("port is already allocated", "address already in use", "external connectivity")
+
+    def __init__(self, message: str, node: str) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 class FenceTimeout(RuntimeError):
     """A step's precondition never became true; the run stops rather than guess.
 

@@ -53,11 +53,12 @@ from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode import make_mode
 from harness.db.runtime import reaper as reaper_mod
 from harness.db.runtime.daemon import docker_available
-from harness.db.runtime.images import ensure_image
+from harness.db.runtime.images import KAFKA_HOME, ensure_image, image_file
 from harness.db.runtime.linkcuts import LinkCuts
 from harness.db.runtime.logconf import with_harness_loggers
 from harness.db.runtime.ports import free_port
 from harness.db.runtime.reaper import RUN_LABEL as LABEL
+from harness.db.specs import NodeExited, PublishRefused
 
 __all__ = ["LABEL", "DockerCluster", "NetworkFaultError", "docker_available", "image_for"]
 
@@ -89,26 +90,6 @@ def image_for(version: KafkaVersion) -> str:
 def cleanup_leftovers() -> int:
     """Remove every container and network an earlier, now dead, hwchaos run left."""
     return reaper_mod.reap_orphans()[0]
-
-
-KAFKA_HOME = "/opt/kafka"
-"""Where the hwchaos images hold the release (``harness.db.runtime.images``: ``COPY kafka
-/opt/kafka``)."""
-
-_IMAGE_FILES: dict[tuple[str, str], str] = {}
-
-
-def _image_file(client: Any, image: str, path: str, labels: dict[str, str]) -> str:
-    """A text file of ``image`` (read once per process and image): a throwaway container
-    that ``cat``s it, without network, labelled as the run's (the reaper's to remove if
-    the harness dies meanwhile)."""
-    key = (image, path)
-    if key not in _IMAGE_FILES:
-        out = client.containers.run(
-            image, entrypoint=["cat", path], remove=True, network_disabled=True, labels=labels
-        )
-        _IMAGE_FILES[key] = out.decode() if isinstance(out, bytes) else str(out)
-    return _IMAGE_FILES[key]
 
 
 def _nsenter_ok() -> bool:
@@ -281,15 +262,12 @@ class DockerCluster(Cluster):
         return c
 
     def _log_config(self) -> tuple[str, Path]:
-        """The image's own log configuration with the loggers the fences read
-        (harness.db.runtime.logconf), written once per cluster and bind-mounted over the
-        image's file: the entrypoint uses log4j2.yaml from 4.0, log4j.properties before.
-        The base is read out of the image (``cat`` in a throwaway container), so an image
-        built from a release tarball gets its own file too."""
+        """The image's own log configuration (:func:`image_file`) with the loggers the
+        fences read (harness.db.runtime.logconf), bind-mounted over the image's file."""
         name = "log4j2.yaml" if self.version.log4j2 else "log4j.properties"
         path = self.workdir / name
         if not path.exists():
-            base = _image_file(self.client, self.image, f"{KAFKA_HOME}/config/{name}", self.labels)
+            base = image_file(self.client, self.image, f"{KAFKA_HOME}/config/{name}").read_text()
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(with_harness_loggers(base, self.version.log4j2))
         return name, path
@@ -306,16 +284,48 @@ class DockerCluster(Cluster):
             self.network.reapply(name)  # a restarted container has a fresh namespace
 
     def start(self) -> None:
-        """The run's network, then whatever the mode starts (through :meth:`launch`)."""
+        """The run's network, then whatever the mode starts (through :meth:`launch`); one
+        more try, as the local runtime's start, when a node gives up: a cluster start is
+        set-up, not judged, and can fail from outside (a host port chosen free and taken
+        before Docker published it, a JVM exiting). The first attempt's containers go, its
+        node folders stay under ``failed-start/`` with ``why.txt``; fresh host ports, same
+        network. A second failure is the error."""
         reaper_mod.reap_orphans(self.say)
         reaper_mod.register(id(self), self.close)
         try:
             self.workdir.mkdir(parents=True, exist_ok=True)
             self._create_network()
-            super().start()
+            try:
+                super().start()
+            except (NodeExited, PublishRefused) as first:
+                self._set_aside(first)
+                super().start()  # a second failure is the error
         except BaseException:
             self.close()
             raise
+
+    def _set_aside(self, why: ClusterError) -> None:
+        """Undo a failed start: remove its containers, keep its node folders, fresh ports."""
+        with contextlib.suppress(Exception):  # by label: one created and never started too
+            mine = {"label": f"{LABEL}={self.run_id}"}
+            for c in self.client.containers.list(all=True, filters=mine):
+                c.remove(force=True, v=True)
+        self._containers.clear()
+        self._published.clear()
+        self._host_pids.clear()
+        if self.network is not None:
+            self.network.forget()  # the namespaces went with the containers
+        aside = self.workdir / "failed-start"
+        aside.mkdir(parents=True, exist_ok=True)
+        node = getattr(why, "node", "")
+        text = str(why).replace(str(self.workdir / node), str(aside / node)) if node else str(why)
+        (aside / "why.txt").write_text(f"{text}\n")
+        self.failed_starts = (*self.failed_starts, text)
+        for name, spec in self.nodes.items():
+            if (self.workdir / name).exists():
+                (self.workdir / name).rename(aside / name)
+            spec.port = free_port()
+        self.expected_down.clear()
 
     def _role(self, name: str, main_class: str) -> str:
         if main_class.endswith("QuorumPeerMain"):
@@ -440,11 +450,17 @@ class DockerCluster(Cluster):
         try:
             c.start()
         except Exception as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            raise ClusterError(
-                f"container {self.container_name(name)} did not start: {first[:200]} "
+            # the daemon's explanation ends with the cause ("... bind: address already in use")
+            text = str(getattr(exc, "explanation", None) or exc).strip()
+            first = (text.splitlines() or [type(exc).__name__])[0]
+            cause = first if len(first) <= 200 else "..." + first[-200:]
+            said = (
+                f"container {self.container_name(name)} did not start: {cause} "
                 f"(logs in {self.workdir / name / 'logs'})"
-            ) from None
+            )
+            if any(m in str(exc) for m in PublishRefused.SAID):
+                raise PublishRefused(said, name) from None
+            raise ClusterError(said) from None
         self._after_start(name)
 
     def close(self) -> None:

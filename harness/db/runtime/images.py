@@ -44,6 +44,7 @@ from harness.db.catalogue.versions import KafkaVersion
 
 DOCKER_DIR = Path(__file__).resolve().parents[3] / "docker"  # harness/db/runtime/images.py
 ENTRYPOINT = DOCKER_DIR / "kafka-entrypoint.sh"
+KAFKA_HOME = "/opt/kafka"  # where the images hold the release (the Dockerfile's COPY)
 CHECKSUMS = DOCKER_DIR / "checksums.txt"
 BASE_IMAGE = "hwchaos/jre:17"
 OFFICIAL_JRE = "eclipse-temurin:17-jre"

@@ -585,7 +585,18 @@ def test_isolated_leader_acknowledges_as_a_zombie_and_loses_the_write_after_heal
             host, port = cluster.broker_address("A")
             producer = Producer(f"{host}:{port}", "1")
             try:
-                assert producer.leader_id() == a  # A's stale metadata: a zombie leader
+                # A's stale metadata: a zombie leader. Waited on, not read once: a cut A's
+                # metadata cannot change before the heal, and one read came back -1 (no
+                # answer within 2 s, or no leader) in a CI trial (2.1.1, 3.3.1, load ~14)
+                # and once in 20 quiet runs of 3.3.1.
+                seen: list[int] = []
+
+                def zombie() -> bool:
+                    seen.append(producer.leader_id())
+                    return seen[-1] == a
+
+                wait_until(zombie, 20, f"A's own metadata to name A ({a}) leader")
+                assert seen[-1] == a, seen
                 d = producer.send("zombie")
                 wait_until(lambda: (producer.poll(), d.status)[1] != "pending", 30, "an answer")
             finally:

@@ -24,6 +24,7 @@ touch the controller by accident.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +84,7 @@ class Cluster(ABC):
     topic: str = TOPIC
     # Nodes stopped on purpose: a node exiting while the mode waits is an error, unless listed.
     expected_down: set[str]
-    # Why a start attempt failed before the one that came up (the local runtime retries once).
+    # Why a start attempt failed before the one that came up (each runtime retries once).
     failed_starts: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ runtime capabilities
@@ -146,6 +147,23 @@ class Cluster(ABC):
         """Start the mode's infrastructure and every broker; return once all are registered."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.mode.start(self)
+
+    def keep_failed_start(self, why: Exception, fresh_port: Callable[[], int]) -> None:
+        """Before a runtime's one more start (local: a node exited; docker: that, or a host
+        port the daemon could not publish): the failed attempt's node folders kept under
+        ``failed-start/`` with the cause in ``why.txt`` (paths in it pointing there), the
+        cause in :attr:`failed_starts`, and fresh ports for every node."""
+        aside = self.workdir / "failed-start"
+        aside.mkdir(parents=True, exist_ok=True)
+        node = str(getattr(why, "node", ""))
+        text = str(why).replace(str(self.workdir / node), str(aside / node)) if node else str(why)
+        (aside / "why.txt").write_text(f"{text}\n")
+        self.failed_starts = (*self.failed_starts, text)
+        for name, spec in self.nodes.items():
+            if (self.workdir / name).exists():
+                (self.workdir / name).rename(aside / name)
+            spec.port = fresh_port()
+        self.expected_down.clear()
 
     def start_broker(self, name: str) -> None:
         """Start (or restart) one broker with its own id, port and data dir."""

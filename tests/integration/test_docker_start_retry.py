@@ -12,7 +12,6 @@ daemon answers or the image cannot be had.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,10 @@ from harness.db.runtime import images
 from harness.db.runtime.daemon import docker_available
 from harness.db.specs import PublishRefused
 from tests.integration.test_docker_backend import _hwchaos_objects
+from tests.integration.test_start_retry import _take
+from tests.integration.test_start_retry import squatter as _squatter
+
+squatter = _squatter  # the same fixture: a listener that takes a port
 
 
 def _image(name: str) -> None:
@@ -35,19 +38,6 @@ def _image(name: str) -> None:
         images.ensure_image(resolve_version(name), lambda _m: None)
     except images.ImageMissing as exc:
         pytest.skip(str(exc))
-
-
-@pytest.fixture
-def squatter() -> Iterator[socket.socket]:
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    yield s
-    s.close()
-
-
-def _take(s: socket.socket, port: int) -> None:
-    s.bind(("127.0.0.1", port))
-    s.listen()
 
 
 @pytest.mark.parametrize("name", ["0.10.2.1", "4.0.0"])

@@ -78,3 +78,66 @@ def test_a_broker_restarted_and_held_keeps_its_session_through_the_step(
     # the cluster start's three, fenced by the scripted ``detect: all``; then the restarts'
     assert [f for _b, _e, f in regs[:3]] == [True] * 3, regs
     assert [(b, f) for b, _e, f in regs[3:]] == [(1, False), (2, False), (3, False)], regs
+
+
+def test_a_broker_detected_dead_is_not_kept_again_within_its_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """acks-all-min-isr2-one-crash on 4.0.0: after ``detect: leader`` declares A dead, no
+    session sync of that step hands A back to the keeper (``detected_in_step``). Before, the
+    new leader's release synced from the model state before the step, where A is live; the
+    keeper, woken, could read an image from before the fence and heartbeat: seen in CI on
+    4.0.1 and 4.0.0-elr, the controller unfenced the dead A 60 ms after its WantFence. The
+    controller's metadata log then holds no unfence of A's epoch after its fence."""
+    require("4.0.0")
+    from harness.db.mode.kraft import KRaftMode
+
+    kept: list[tuple[str, set[str]]] = []
+    keep_alive = KRaftMode.keep_alive
+    dead: list[str] = []
+    declare_dead = KRaftMode.declare_dead
+    clusters: list[Cluster] = []
+
+    restarted: list[str] = []
+    start = Cluster.start_broker
+
+    def recording(self: KRaftMode, cluster: Cluster, names: set[str]) -> None:
+        phase = "restarted" if "A" in restarted else "after" if dead else "before"
+        kept.append((phase, set(names)))
+        clusters.append(cluster)
+        keep_alive(self, cluster, names)
+
+    def starting(self: Cluster, name: str) -> None:
+        if dead:  # A's restart (step 11): a new registration, kept again while held
+            restarted.append(name)
+        start(self, name)
+
+    def declaring(self: KRaftMode, cluster: Cluster, name: str) -> bool:
+        dead.append(name)
+        return declare_dead(self, cluster, name)
+
+    monkeypatch.setattr(KRaftMode, "keep_alive", recording)
+    monkeypatch.setattr(KRaftMode, "declare_dead", declaring)
+    monkeypatch.setattr(Cluster, "start_broker", starting)
+    sc = load_scenario(SCENARIO_DIR / "acks-all-min-isr2-one-crash.yaml")
+    info, _p, verdict, _r = trial(
+        sc, resolve_version("4.0.0"), "local", tmp_path / "run", "dead", progress=lambda _m: None
+    )
+    assert verdict is not None and info.model_match, why(info, verdict, tmp_path / "run")
+    assert dead == ["A"]
+    assert any(w == "before" and "A" in names for w, names in kept), kept  # kept while unnoticed
+    assert not any(w == "after" and "A" in names for w, names in kept), kept  # dead, not kept
+    assert restarted == ["A"]
+    cluster = clusters[-1]
+    decisions = [
+        (e, what)
+        for _o, b, e, what in broker_decisions(
+            cluster.nodes[CONTROLLER].data_dir, cluster.metadata_schemas()
+        )
+        if b == cluster.brokers["A"].broker_id
+    ]
+    fenced_at = [i for i, (_e, what) in enumerate(decisions) if what == "fenced"]
+    assert fenced_at, decisions
+    first = fenced_at[0]
+    epoch = decisions[first][0]
+    assert ("unfenced", epoch) not in [(w, e) for e, w in decisions[first:]], decisions

@@ -315,17 +315,7 @@ class DockerCluster(Cluster):
         self._host_pids.clear()
         if self.network is not None:
             self.network.forget()  # the namespaces went with the containers
-        aside = self.workdir / "failed-start"
-        aside.mkdir(parents=True, exist_ok=True)
-        node = getattr(why, "node", "")
-        text = str(why).replace(str(self.workdir / node), str(aside / node)) if node else str(why)
-        (aside / "why.txt").write_text(f"{text}\n")
-        self.failed_starts = (*self.failed_starts, text)
-        for name, spec in self.nodes.items():
-            if (self.workdir / name).exists():
-                (self.workdir / name).rename(aside / name)
-            spec.port = free_port()
-        self.expected_down.clear()
+        self.keep_failed_start(why, lambda: free_port())  # looked up late: tests swap it
 
     def _role(self, name: str, main_class: str) -> str:
         if main_class.endswith("QuorumPeerMain"):

@@ -228,16 +228,7 @@ class LocalCluster(Cluster):
         if self.network is not None:
             self.network.close()
             self.network = None
-        aside = self.workdir / "failed-start"
-        aside.mkdir(parents=True, exist_ok=True)
-        text = str(why).replace(str(self.workdir / why.node), str(aside / why.node))
-        (aside / "why.txt").write_text(f"{text}\n")
-        self.failed_starts = (*self.failed_starts, text)
-        for name, spec in self.nodes.items():
-            if (self.workdir / name).exists():
-                (self.workdir / name).rename(aside / name)
-            spec.port = free_port()
-        self.expected_down.clear()
+        self.keep_failed_start(why, lambda: free_port())  # looked up late: tests swap it
 
     def _kill_all(self) -> None:
         """SIGKILL every JVM (resumed first, so a paused one dies), reap them, close logs."""

@@ -113,6 +113,7 @@ class Playbook(
         self._model_step = k - 1
         self.current_step = k
         self.registered_in_step = set()
+        self.detected_in_step = set()
         # An exit since the last step ended happened from the state after step k - 1.
         notes += [h.describe() for h in self.note_exits(k - 1)]
         for e in expand(cfg, before, ev, self.scenario.records_per_produce):

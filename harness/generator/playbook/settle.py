@@ -152,13 +152,14 @@ class Settling(HaltWatch):
         being played and held since (``restart: all`` holds A while B and C restart): it
         registered, so the controller counts it live, although the model state followed
         is the one before the step. Without it a 4.0 controller fenced A "because its
-        session has timed out" while B waited for its old session to lapse.
+        session has timed out" while B waited for its old session to lapse. And the other
+        way: a broker the step's ``detect`` declared dead is not kept (``detected_in_step``).
         """
         live = self.prediction.steps[self._model_step].state.controller.live
         silent = self.held | self.user_paused | self.down
         keep = {n for i, n in enumerate(self.names) if i in live and n in silent}
         keep |= (self.registered_in_step & silent) - self.down
-        keep = (keep - self.expiring) | self.sessions_kept_by_cuts(live)
+        keep = (keep - self.expiring - self.detected_in_step) | self.sessions_kept_by_cuts(live)
         self.cluster.mode.keep_alive(self.cluster, keep)
 
     def _settled(self, name: str) -> None:

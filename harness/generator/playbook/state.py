@@ -72,6 +72,9 @@ class PlaybookState:
         # Brokers restarted during the step being played: registered with the controller,
         # so live to it, although the model state ``_model_step`` is from before the step.
         self.registered_in_step: set[str] = set()
+        # Brokers a ``detect`` of the step being played declared dead: no longer live to the
+        # controller, although the model state ``_model_step`` still counts them live.
+        self.detected_in_step: set[str] = set()
         self.failover = (
             ControllerFailover(cluster, wait_until, timeout) if has_spare(cluster) else None
         )

@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,3 +153,106 @@ def answer_waiting(follower_pid: int, target_pid: int) -> bool | None:
     if conns is None:
         return None
     return any(s.rx_queue > 0 for s in conns)
+
+
+_SS_ENDPOINT = re.compile(r"^\s*\d+\s+\d+\s+(\S+)\s+(\S+)")
+_SS_LASTSND = re.compile(r"\blastsnd:(\d+)")
+_SS_LASTRCV = re.compile(r"\blastrcv:(\d+)")
+
+
+def _endpoint(text: str) -> tuple[str, int] | None:
+    """``127.0.0.1:54506`` or ``[::ffff:127.0.0.1]:54506`` (as ``ss`` prints them)."""
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]").split("%")[0]
+    try:
+        ip = ipaddress.ip_address(host)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        return str(ip), int(port)
+    except ValueError:
+        return None
+
+
+def parse_ss_info(
+    text: str,
+) -> dict[tuple[tuple[str, int], tuple[str, int]], tuple[int | None, int | None]]:
+    """``ss -tinH state established`` output: per (local, remote), the milliseconds since
+    the connection last sent data and last received data (``lastsnd``, ``lastrcv``).
+
+    ``ss`` leaves either out when the kernel's figure is 0, which is data moved in this
+    clock tick but also, seen here, a connection that never received any: a missing one is
+    None (unknown), never taken for an older or a newer one.
+    """
+    out: dict[tuple[tuple[str, int], tuple[str, int]], tuple[int | None, int | None]] = {}
+    key: tuple[tuple[str, int], tuple[str, int]] | None = None
+    for line in text.splitlines():
+        m = _SS_ENDPOINT.match(line)
+        if m and not line.startswith(("\t", " \t")):
+            local, remote = _endpoint(m.group(1)), _endpoint(m.group(2))
+            key = (local, remote) if local and remote else None
+            continue
+        if key is None:
+            continue
+        snd, rcv = _SS_LASTSND.search(line), _SS_LASTRCV.search(line)
+        out[key] = (int(snd.group(1)) if snd else None, int(rcv.group(1)) if rcv else None)
+        key = None
+    return out
+
+
+def _ss_info(pid: int) -> str | None:
+    """``ss -tinH state established`` in process ``pid``'s network namespace (``nsenter``
+    when it is not this process's); None when it cannot be run."""
+    ss = shutil.which("ss")
+    if ss is None:
+        return None
+    cmd = [ss, "-tinH", "state", "established"]
+    try:
+        if os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino:
+            nsenter = shutil.which("nsenter")
+            if nsenter is None:
+                return None
+            cmd = [nsenter, "-t", str(pid), "-n", *cmd]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=5.0, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def nothing_in_flight(follower_pid: int, target_pid: int) -> bool | None:
+    """Whether paused ``follower_pid`` has no request to ``target_pid``'s listeners that
+    its peer has yet to answer, read from the kernel's own clocks of each connection.
+
+    Why: a follower paused *between* two Fetches (it read an answer and had not sent the
+    next one: a fetcher backing off after an error answer, as a follower does right after
+    its LeaderAndIsr on 0.10.2.1) has nothing parked at the leader, but its connection looks
+    like one with a Fetch parked (established, nothing in the receive queue), so
+    :func:`answered` says False until the produce step's timer runs out (2 x
+    ``replica.fetch.wait.max.ms``, seen at the first produce of most catalogue runs).
+
+    True: every such connection received data strictly later than it last sent data
+    (``tcpi_last_data_recv`` < ``tcpi_last_data_sent``, in ms ago): the last request was
+    answered, and a fetcher has one request in flight per connection, and a stopped process
+    sends nothing. Received and sent in the same clock tick, or a clock ``ss`` does not show,
+    is taken as in flight (the fetcher sends its next Fetch right after reading an answer;
+    a new connection whose first request is parked shows no ``lastrcv``). False: one connection's
+    last request is unanswered or cannot be told. None: cannot tell (no ``ss``, unreadable
+    ``/proc``).
+    """
+    conns = _to_target(follower_pid, target_pid)
+    if conns is None:
+        return None
+    established = [s for s in conns if s.state == ESTABLISHED and s.rx_queue == 0]
+    if not established:
+        return True
+    text = _ss_info(follower_pid)
+    if text is None:
+        return None
+    info = parse_ss_info(text)
+    for s in established:
+        times = info.get((s.local, s.remote))
+        if times is None:
+            return False  # not listed (closed meanwhile, or unparsed): not told answered
+        lastsnd, lastrcv = times
+        if lastsnd is None or lastrcv is None or not lastrcv < lastsnd:
+            return False  # sent as late as received, or a clock not shown: maybe in flight
+    return True

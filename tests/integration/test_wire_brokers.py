@@ -93,7 +93,8 @@ def test_list_offsets_answers_the_leaders_hw(version: str, tmp_path: Path) -> No
 def test_a_paused_followers_parked_fetch_is_seen_answered(version: str, tmp_path: Path) -> None:
     """The produce fence's observation (harness.readback.tcp): a follower paused just after
     it caught up has its next Fetch parked at the leader, unanswered; the leader answers it
-    after replica.fetch.wait.max.ms, and the answer waits in the paused follower's socket."""
+    after replica.fetch.wait.max.ms, and the answer waits in the paused follower's socket;
+    until then the kernel's clocks of that connection never say nothing is in flight."""
     require(version)
     cluster = LocalCluster(resolve_version(version), ["A", "B"], tmp_path)
     with cluster:
@@ -109,6 +110,8 @@ def test_a_paused_followers_parked_fetch_is_seen_answered(version: str, tmp_path
             try:
                 seen_parked = tcp.answered(*pids) is False
                 if seen_parked:
+                    # a real parked Fetch is never taken for a follower between two Fetches
+                    assert tcp.nothing_in_flight(*pids) is False
                     # the leader's timer answers it; the paused follower holds the answer
                     @retry(stop=stop_after_delay(10), wait=wait_fixed(0.05), reraise=True)
                     def answered(pids: tuple[int, int] = (pids[0], pids[1])) -> None:

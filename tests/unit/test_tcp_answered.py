@@ -9,6 +9,7 @@ Once the answer is written, its bytes wait in the stopped child's receive queue:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -122,3 +123,82 @@ def test_answer_waiting_sees_unread_bytes_that_outlive_the_answering_side() -> N
         conn.close()  # the leader's side closes (a killed JVM's sockets do)
         assert tcp.answer_waiting(pid, me) is True  # the bytes are the follower's
     assert tcp.answer_waiting(2**22 + 12345, os.getpid()) is None
+
+
+# Two connections as ``ss -tinH state established`` printed them on this machine during a
+# 0.10.2.1 run's first produce step (follower B, pid 28430, to leader A's listener 48129):
+# B's fetcher had sent a request and read its answer 8 ms later, then was stopped.
+SS_CAPTURED = (
+    "0      0      127.0.0.1:54506 127.0.0.1:48129\n"
+    "\t bbr wscale:1,1 rto:204 rtt:0.04/0.022 ato:40 mss:32742 pmtu:65535 rcvmss:536 "
+    "advmss:65483 cwnd:11 bytes_sent:87 bytes_acked:88 bytes_received:47 segs_out:7 segs_in:6 "
+    "data_segs_out:1 data_segs_in:4 send 72032400000bps lastsnd:192 lastrcv:184 lastack:184 "
+    "pacing_rate 170125277072bps delivered:2 app_limited rcv_space:65495 minrtt:0.018\n"
+    "0      0      [::ffff:127.0.0.1]:46342 [::ffff:127.0.0.1]:36537\n"
+    "\t bbr wscale:1,10 rto:204 rtt:0.024/0.013 mss:32742 bytes_sent:68 bytes_acked:69 "
+    "segs_out:3 segs_in:2 data_segs_out:1 send 120054000000bps lastsnd:84 lastack:84\n"
+)
+
+
+def test_parse_ss_info_reads_the_last_send_and_receive_per_connection() -> None:
+    info = tcp.parse_ss_info(SS_CAPTURED)
+    assert info[(("127.0.0.1", 54506), ("127.0.0.1", 48129))] == (192, 184)
+    # ss leaves out a clock the kernel gives as 0: this tick, or (this one, a request never
+    # answered) no data ever received; unknown either way
+    assert info[(("127.0.0.1", 46342), ("127.0.0.1", 36537))] == (84, None)
+
+
+CHILD_ANSWERED = """
+import socket, sys, time
+own = socket.socket(); own.bind(("127.0.0.1", 0)); own.listen()
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"fetch")
+assert c.recv(6) == b"answer"
+print("read", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self/net") or shutil.which("ss") is None,
+    reason="needs Linux /proc and iproute2's ss",
+)
+def test_nothing_in_flight_tells_a_follower_paused_between_two_requests() -> None:
+    """Parked (request sent, no answer): not told free. Answered and read, the next request
+    not sent yet (a fetcher backing off): nothing in flight, although the connection looks
+    the same to ``answered`` (established, nothing in its receive queue)."""
+    with _paused_follower() as (pid, _conn):
+        assert tcp.nothing_in_flight(pid, os.getpid()) is False
+    leader = socket.socket()
+    leader.bind(("127.0.0.1", 0))
+    leader.listen()
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD_ANSWERED, str(leader.getsockname()[1])],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        conn, _ = leader.accept()
+        assert conn.recv(5) == b"fetch"
+        # the answer must come a clock tick after the request for the kernel's ms clocks
+        # to tell them apart: wait until the request is seen a few ms old
+        me = os.getpid()
+        assert _until(lambda: _sent_ms_ago(child.pid) >= 20) is True
+        conn.sendall(b"answer")
+        assert child.stdout is not None and child.stdout.readline().strip() == "read"
+        os.kill(child.pid, signal.SIGSTOP)
+        assert tcp.answered(child.pid, me) is False  # what the old fence saw
+        assert tcp.nothing_in_flight(child.pid, me) is True
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        leader.close()
+    assert tcp.nothing_in_flight(2**22 + 12345, os.getpid()) is None
+
+
+def _sent_ms_ago(pid: int) -> int:
+    """The child's connection's ``lastsnd`` (0 until ss lists it)."""
+    text = tcp._ss_info(pid) or ""
+    conns = tcp._to_target(pid, os.getpid()) or []
+    info = tcp.parse_ss_info(text)
+    return max((info.get((s.local, s.remote), (0, 0))[0] or 0 for s in conns), default=0)

@@ -134,11 +134,14 @@ class ProduceSteps(Settling):
         paused follower applies the answer whenever it next runs (seen on 0.10.2.1 and
         3.3.1-kraft: kip320-zombie-follower's B held m2 it never fetched).
 
-        Two ways to see it answered, whichever comes first:
+        Three ways to see it answered, whichever comes first:
 
         - observed: the answer's bytes wait in the paused follower's socket receive queue
           (:func:`harness.readback.tcp.answered`, per paused follower; a fetcher has one
           request in flight per connection);
+        - nothing sent since the last answer (:func:`harness.readback.tcp.nothing_in_flight`,
+          looked at once per paused follower: a stopped process sends nothing): a follower
+          paused between two Fetches has none parked;
         - the broker's timer: the request's arrival plus ``replica.fetch.wait.max.ms``. The
           arrival is bounded by observation: the broker answered an ApiVersions sent after
           the last pause (taken right after it, :meth:`_probe_after_pause`, or now if the
@@ -163,6 +166,16 @@ class ProduceSteps(Settling):
             start = max(start, probed)
         deadline = start + 2 * wait_ms / 1000
         paused = sorted((self.held | self.user_paused) - self.down - {who})
+        who_pid = self.cluster.host_pid(who) if who is not None else None
+        if who_pid is not None:
+            # paused between two Fetches: nothing parked, and nothing can be sent until it
+            # runs again, so one look is enough (harness.readback.tcp.nothing_in_flight)
+            paused = [
+                n
+                for n in paused
+                if (pid := self.cluster.host_pid(n)) is None
+                or tcp.nothing_in_flight(pid, who_pid) is not True
+            ]
 
         def answered() -> bool:
             if not paused or time.monotonic() >= deadline:

@@ -56,27 +56,36 @@ def test_parse_table_reads_addresses_queue_and_inode() -> None:
 
 
 @contextmanager
-def _paused_follower() -> Iterator[tuple[int, socket.socket]]:
-    """A child that listened, sent its "fetch" to this process's listener and was stopped:
-    (its pid, this side's connection to it). Killed and reaped afterwards."""
+def _child_follower(script: str) -> Iterator[tuple[subprocess.Popen[str], socket.socket]]:
+    """A child running ``script`` (the "follower") connected to this process's listener
+    (the "leader") and sent its "fetch": (the child, this side's connection to it), after
+    the request was read here. Killed and reaped afterwards."""
     leader = socket.socket()
     leader.bind(("127.0.0.1", 0))
     leader.listen()
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(leader.getsockname()[1])],
+        [sys.executable, "-c", script, str(leader.getsockname()[1])],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         conn, _ = leader.accept()
         assert conn.recv(5) == b"fetch"
-        os.kill(child.pid, signal.SIGSTOP)
-        yield child.pid, conn
+        yield child, conn
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         leader.close()
+
+
+@contextmanager
+def _paused_follower() -> Iterator[tuple[int, socket.socket]]:
+    """A child that listened, sent its "fetch" to this process's listener and was stopped:
+    (its pid, this side's connection to it). Killed and reaped afterwards."""
+    with _child_follower(CHILD) as (child, conn):
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        os.kill(child.pid, signal.SIGSTOP)
+        yield child.pid, conn
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/net"), reason="needs Linux /proc")
@@ -169,17 +178,7 @@ def test_nothing_in_flight_tells_a_follower_paused_between_two_requests() -> Non
     the same to ``answered`` (established, nothing in its receive queue)."""
     with _paused_follower() as (pid, _conn):
         assert tcp.nothing_in_flight(pid, os.getpid()) is False
-    leader = socket.socket()
-    leader.bind(("127.0.0.1", 0))
-    leader.listen()
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD_ANSWERED, str(leader.getsockname()[1])],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        conn, _ = leader.accept()
-        assert conn.recv(5) == b"fetch"
+    with _child_follower(CHILD_ANSWERED) as (child, conn):
         # the answer must come a clock tick after the request for the kernel's ms clocks
         # to tell them apart: wait until the request is seen a few ms old
         me = os.getpid()
@@ -189,10 +188,6 @@ def test_nothing_in_flight_tells_a_follower_paused_between_two_requests() -> Non
         os.kill(child.pid, signal.SIGSTOP)
         assert tcp.answered(child.pid, me) is False  # what the old fence saw
         assert tcp.nothing_in_flight(child.pid, me) is True
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        leader.close()
     assert tcp.nothing_in_flight(2**22 + 12345, os.getpid()) is None
 
 

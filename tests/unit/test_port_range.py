@@ -5,18 +5,46 @@ from __future__ import annotations
 
 import itertools
 import socket
+from pathlib import Path
 
 import pytest
 
 from harness.db.runtime import ports
 
 
+def _quiet_block(width: int) -> list[socket.socket]:
+    """``width`` consecutive ports, each bound (held) here, above the kernel's ephemeral range
+    so that no other process's ``connect`` or ``bind(0)`` lands in them while the test runs; a
+    port bound from the ephemeral range had neighbours a parallel test's connections took."""
+    span = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    low, high = (int(x) for x in span)
+    top = 65535 if high < 65535 - width else low - 1
+    base = high + 1 if high < 65535 - width else 1024
+    for first in range(base, top - width, width):
+        held: list[socket.socket] = []
+        for port in range(first, first + width):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                break
+            held.append(s)
+        if len(held) == width:
+            return held
+        for s in held:
+            s.close()
+    raise RuntimeError(f"no {width} consecutive free ports outside the ephemeral range")
+
+
 def test_ports_come_from_the_range_and_skip_a_taken_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ports, "_HANDED_OUT", set())
     monkeypatch.setattr(ports, "_NEXT", [])
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
+    busy, *rest = _quiet_block(4)
+    with busy:
         taken = busy.getsockname()[1]
+        for s in rest:
+            s.close()
         monkeypatch.setenv("HWCHAOS_PORT_RANGE", f"{taken}-{taken + 3}")
         got = [ports.free_port() for _ in range(3)]
     assert taken not in got

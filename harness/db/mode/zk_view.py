@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.db.mode.view import PartitionView
@@ -21,6 +25,62 @@ from harness.db.names import PARTITION, TOPIC
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)
 
 
+@contextmanager
+def ctrl_c_after_the_call() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives inside a kazoo call until the call returns.
+
+    kazoo's ``KazooClient._call`` wakes its connection thread with ``write_sock.send`` under
+    a bare ``except:`` that sets ``ConnectionClosedError("Connection has been closed")`` on
+    the request: a KeyboardInterrupt raised there (the signal handler runs at the next
+    bytecode, inside that ``try``) was swallowed, and ``hwchaos run`` interrupted during a
+    fence that reads ZooKeeper died with that traceback instead of "interrupted" (a CI trial
+    under load). A call takes milliseconds (at most the client's timeout), so the Ctrl-C is
+    only late by that much. Outside the main thread, or with a handler that is not Python's,
+    nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.getsignal(signal.SIGINT)
+    if not callable(before):  # SIG_IGN or SIG_DFL: no KeyboardInterrupt to misplace
+        yield
+        return
+    held: list[Any] = []
+
+    def hold(signum: int, frame: Any) -> None:
+        held.append(frame)
+
+    signal.signal(signal.SIGINT, hold)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if held:
+        before(signal.SIGINT, held[0])
+
+
+class _Calls:
+    """The kazoo client, each request (what goes through ``_call``) run under
+    :func:`ctrl_c_after_the_call`. ``start`` and ``stop`` are left bare: they wait up to the
+    client's timeout on a connection, and neither swallows an exception."""
+
+    REQUESTS = frozenset({"exists", "get", "get_children", "create", "delete"})
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._client, name)
+        if name not in self.REQUESTS:
+            return method  # type: ignore[no-any-return]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with ctrl_c_after_the_call():
+                return method(*args, **kwargs)
+
+        return call
+
+
 class ZkView:
     """A short-lived read-mostly ZooKeeper client (kazoo)."""
 
@@ -28,8 +88,13 @@ class ZkView:
         self.topic = topic  # the run's test topic, what ``topic=None`` below means
         from kazoo.client import KazooClient
 
-        self._zk: Any = KazooClient(hosts=connect, timeout=timeout, read_only=False)
-        self._zk.start(timeout=timeout)
+        client = KazooClient(hosts=connect, timeout=timeout, read_only=False)
+        self._zk: Any = _Calls(client)
+        try:
+            self._zk.start(timeout=timeout)
+        except BaseException:  # a time-out closes it; a Ctrl-C during start must too
+            self.close()
+            raise
 
     def close(self) -> None:
         try:

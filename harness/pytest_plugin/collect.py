@@ -175,7 +175,7 @@ class ScenarioItem(pytest.Item):
             )
 
     def _run_brokers(self, version: KafkaVersion) -> None:
-        from harness.trial import run_on_brokers
+        from harness.trial import once_more_if_missed, run_on_brokers
 
         settings = _settings(self.config)
         reason = unavailable(version, settings.backend)
@@ -186,12 +186,28 @@ class ScenarioItem(pytest.Item):
         self.user_properties.append((RUN_FOLDER, str(folder)))
         self.add_report_section("call", "hwchaos", f"run folder: {folder}")
         warm = warm_clusters(self.config)
-        run_on_brokers(
-            self.scenario, version.name, settings.backend, folder, folder.name, warm=warm
+
+        def one(where: Path) -> dict[str, Any]:
+            run_on_brokers(
+                self.scenario, version.name, settings.backend, where, where.name, warm=warm
+            )
+            return dict(json.loads((where / "verdict.json").read_text()))
+
+        def say(said: str) -> None:
+            warnings.warn(said, stacklevel=1)
+            self.add_report_section("call", "hwchaos", said)
+
+        # A run the harness says it did not play as scripted is no evidence on the model:
+        # played once more, the rule every entry point follows (harness.trial).
+        doc, folder, first = once_more_if_missed(
+            one, folder, lambda d: str(d.get("harness_missed") or ""), say
         )
-        doc = json.loads((folder / "verdict.json").read_text())
-        if doc.get("harness_missed"):
-            folder, doc = self._play_again(folder, str(doc["harness_missed"]), version.name)
+        if first is not None:
+            self.user_properties.remove((RUN_FOLDER, str(first)))
+            self.user_properties += [
+                ("hwchaos_played_again", str(first)),
+                (RUN_FOLDER, str(folder)),
+            ]
         cluster = json.loads((folder / "run.json").read_text()).get("extra", {}).get("cluster")
         if cluster:
             self.user_properties.append(("hwchaos_cluster_reused", str(cluster.get("reused"))))
@@ -274,28 +290,6 @@ class ScenarioItem(pytest.Item):
             lines += loss
         if lines:
             raise HwchaosFailure("\n".join([*lines, f"run folder: {folder}"]))
-
-    def _play_again(self, first: Path, missed: str, version: str) -> tuple[Path, dict[str, Any]]:
-        """The run once more, when the harness wrote that it did not play a step as
-        scripted (a window a loaded machine missed: harness.checker.hw.missed_window): such
-        a run is no evidence on the model either way. Once only: the second run is judged
-        as it comes. The first run is kept and named in the report, the JUnit properties
-        (``hwchaos_played_again``) and a warning."""
-        from harness.trial import run_on_brokers
-
-        settings = _settings(self.config)
-        folder = _unique(first.with_name(first.name + "-again"))
-        said = (
-            f"played again: the harness did not play a step as scripted ({missed}); "
-            f"first run: {first}"
-        )
-        warnings.warn(said, stacklevel=1)
-        self.add_report_section("call", "hwchaos", said)
-        self.user_properties.remove((RUN_FOLDER, str(first)))
-        self.user_properties += [("hwchaos_played_again", str(first)), (RUN_FOLDER, str(folder))]
-        warm = warm_clusters(self.config)
-        run_on_brokers(self.scenario, version, settings.backend, folder, folder.name, warm=warm)
-        return folder, json.loads((folder / "verdict.json").read_text())
 
     def _record_safety(
         self, lost: list[str], divergent: list[int], agreement: str, safety: str = ""

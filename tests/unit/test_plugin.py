@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from harness.generator.scenarios import SCENARIO_DIR
-from reference_model import transitions  # noqa: F401
 
-# Imported here, before pytester snapshots sys.modules: an in-process run that imported the
-# model's rule modules for the first time would have them dropped at its end, and the next
+# The model's rule modules, imported before pytester snapshots sys.modules: an in-process run
+# that imported them for the first time would have them dropped at its end, and the next
 # run's import would register every @handles rule twice ("produce already handles it"),
 # which is what running this file alone did.
+from reference_model import transitions  # noqa: F401
 
 pytest_plugins = ("pytester",)
 

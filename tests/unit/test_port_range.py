@@ -13,9 +13,10 @@ from harness.db.runtime import ports
 
 
 def _quiet_block(width: int) -> list[socket.socket]:
-    """``width`` consecutive ports, each bound (held) here, above the kernel's ephemeral range
-    so that no other process's ``connect`` or ``bind(0)`` lands in them while the test runs; a
-    port bound from the ephemeral range had neighbours a parallel test's connections took."""
+    """``width`` consecutive ports, each bound (held) here, outside the kernel's ephemeral
+    range (above it, else below it) so that no other process's ``connect`` or ``bind(0)``
+    lands in them while the test runs; a port bound from the ephemeral range had neighbours a
+    parallel test's connections took."""
     span = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
     low, high = (int(x) for x in span)
     top = 65535 if high < 65535 - width else low - 1

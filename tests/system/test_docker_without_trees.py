@@ -12,7 +12,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.db.runtime.docker import docker_available
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 pytestmark = [pytest.mark.broker, pytest.mark.docker]
 
@@ -41,10 +41,12 @@ def test_kraft_in_docker_with_no_tree_on_the_host(
         (tmp_path / sub).mkdir()
         monkeypatch.setenv(var, str(tmp_path / sub))
     scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
-    info, _prediction, verdict, _record = trial(
-        scenario, version, "docker", tmp_path / "run", "no-trees", progress=lambda m: None
+    (info, _prediction, verdict, _record), run = trial_realised(
+        lambda where: trial(scenario, version, "docker", where, "no-trees", lambda _m: None),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
-    assert info.verdict == "match", why(info, verdict, tmp_path / "run")
+    assert info.verdict == "match", why(info, verdict, run)
     assert verdict is not None and verdict.model_match
     # the decoder read the image's own kafka-metadata jar, copied out into the (empty) cache
     assert list((tmp_path / "cache" / "image-files").glob("*/kafka-metadata-3.3.1.jar"))

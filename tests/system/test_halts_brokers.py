@@ -20,7 +20,7 @@ from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from reference_model.run import run_scenario
 from tests.system.test_brokers import jvms_under, require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 pytestmark = pytest.mark.broker
 
@@ -30,11 +30,13 @@ FATAL = "Exiting because log truncation is not allowed"
 def test_predicted_halts_match_on_0_10_2_1(tmp_path: Path) -> None:
     require("0.10.2.1")
     sc = load_scenario(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
-    info, _pred, verdict, _record = trial(
-        sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "t", progress=lambda _m: None
+    (info, _pred, verdict, _record), run = trial_realised(
+        lambda where: trial(sc, resolve_version("0.10.2.1"), "local", where, "t", lambda _m: None),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
-    assert verdict is not None, why(info, verdict, tmp_path / "run")
-    assert verdict.verdict == "match", why(info, verdict, tmp_path / "run")
+    assert verdict is not None, why(info, verdict, run)
+    assert verdict.verdict == "match", why(info, verdict, run)
     assert sorted(verdict.outcomes) == ["broker_halted:B", "broker_halted:C"]
     assert verdict.lost_acked == ["m1"]
     halted = {h["broker"]: h for h in verdict.halts}

@@ -23,7 +23,7 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from tests.system.test_brokers import require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 pytest_plugins = ("pytester",)
 
@@ -34,11 +34,12 @@ pytestmark = pytest.mark.broker
 def test_kip101_scenario1_hw_per_step_and_mutation(version: str, tmp_path: Path) -> None:
     require(version)
     sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
-    info, prediction, verdict, _record = trial(
-        sc, resolve_version(version), "local", tmp_path / "run", "hw", progress=lambda m: None
+    (info, prediction, verdict, _record), folder = trial_realised(
+        lambda where: trial(sc, resolve_version(version), "local", where, "hw", lambda _m: None),
+        tmp_path / "run",
+        lambda t: t.verdict,
     )
-    assert verdict is not None, why(info, verdict, tmp_path / "run")
-    folder = tmp_path / "run"
+    assert verdict is not None, why(info, verdict, folder)
     observations = [
         SimpleNamespace(**o) for o in json.loads((folder / "observations.json").read_text())
     ]

@@ -24,7 +24,7 @@ from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.trial import trial
 from tests.metadata_log import broker_decisions
 from tests.system.test_brokers import require
-from tests.verdicts import why
+from tests.verdicts import trial_realised, why
 
 pytestmark = pytest.mark.broker
 
@@ -67,10 +67,13 @@ def test_a_broker_restarted_and_held_keeps_its_session_through_the_step(
 
     monkeypatch.setattr(Cluster, "start_broker", slow_after_a)
     sc = load_scenario(SCENARIO_DIR / "power-loss-all-replicas.yaml")
-    folder = tmp_path / "run"
-    info, _p, verdict, _r = trial(
-        sc, resolve_version("4.0.0"), "local", folder, "held", progress=lambda _m: None
-    )
+
+    def play(where: Path) -> Any:
+        started.clear()  # a run played again records afresh
+        clusters.clear()
+        return trial(sc, resolve_version("4.0.0"), "local", where, "held", lambda _m: None)
+
+    (info, _p, verdict, _r), folder = trial_realised(play, tmp_path / "run", lambda t: t.verdict)
     assert verdict is not None and info.model_match, why(info, verdict, folder)
     assert started[3:] == ["A", "B", "C"], started
     cluster = clusters[-1]
@@ -120,10 +123,16 @@ def test_a_broker_detected_dead_is_not_kept_again_within_its_step(
     monkeypatch.setattr(KRaftMode, "declare_dead", declaring)
     monkeypatch.setattr(Cluster, "start_broker", starting)
     sc = load_scenario(SCENARIO_DIR / "acks-all-min-isr2-one-crash.yaml")
-    info, _p, verdict, _r = trial(
-        sc, resolve_version("4.0.0"), "local", tmp_path / "run", "dead", progress=lambda _m: None
-    )
-    assert verdict is not None and info.model_match, why(info, verdict, tmp_path / "run")
+
+    def play(where: Path) -> Any:
+        kept.clear()  # a run played again records afresh
+        dead.clear()
+        clusters.clear()
+        restarted.clear()
+        return trial(sc, resolve_version("4.0.0"), "local", where, "dead", lambda _m: None)
+
+    (info, _p, verdict, _r), folder = trial_realised(play, tmp_path / "run", lambda t: t.verdict)
+    assert verdict is not None and info.model_match, why(info, verdict, folder)
     assert dead == ["A"]
     assert any(w == "before" and "A" in names for w, names in kept), kept  # kept while unnoticed
     assert not any(w == "after" and "A" in names for w, names in kept), kept  # dead, not kept

@@ -28,11 +28,18 @@ from reference_model.state import PartitionState
 def predicted_reads(
     names: Sequence[str], states: Sequence[PartitionState], reads: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
-    """The model's answer to every observed read: the replica's log below its HW then."""
+    """The model's answer to every observed read: the replica's log below its HW then.
+
+    A read the broker refused (its ``error``: e.g. NOT_LEADER_FOR_PARTITION from a leader
+    that had not yet taken up its election) keeps that error here, so the anomalies are
+    computed from the same reads on both sides: the model's answer to a read nobody could
+    make is no prediction of what a consumer saw (a CI run once reported a predicted HW
+    regression "NOT as the model predicts" because the one read that would show it failed).
+    """
     out = []
     for rd in reads:
         k = int(rd["step"])
-        row = {**rd, "records": [], "hw": -1, "error": ""}
+        row = {**rd, "records": [], "hw": -1, "error": str(rd.get("error") or "")}
         if 1 <= k <= len(states):
             rep = states[k - 1].replicas[list(names).index(rd["replica"])]
             row["hw"] = rep.hw
@@ -142,7 +149,7 @@ def consumer_verdict(
         "observed": seen,
         "predicted": want,
         "anomalies_as_predicted": as_predicted,
-        "summary": _summary(seen, compared, agree, as_predicted),
+        "summary": _summary(seen, compared, agree, as_predicted, len(reads) - compared),
     }
 
 
@@ -155,8 +162,11 @@ def _keyset(items: list[Any]) -> list[Any]:
     return items
 
 
-def _summary(seen: dict[str, list[Any]], compared: int, agree: int, as_predicted: bool) -> str:
+def _summary(
+    seen: dict[str, list[Any]], compared: int, agree: int, as_predicted: bool, refused: int = 0
+) -> str:
     found = [f"{k} {len(v)}" for k, v in seen.items() if v]
     what = ", ".join(found) or "no anomaly"
     pred = "as the model predicts" if as_predicted else "NOT as the model predicts"
-    return f"consumer: {agree}/{compared} reads as predicted; {what} ({pred})"
+    not_made = f" ({refused} refused by the broker, compared on neither side)" if refused else ""
+    return f"consumer: {agree}/{compared} reads as predicted{not_made}; {what} ({pred})"

@@ -8,6 +8,7 @@ from harness.checker.consumer import anomalies, consumer_verdict, predicted_read
 from harness.checker.realised import realised_states
 from harness.generator.scenarios import load_scenario
 from reference_model.run import run_scenario
+from reference_model.state import PartitionState
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,3 +87,52 @@ def test_a_read_the_model_does_not_predict_is_named() -> None:
     assert v["reads_differing"] == [
         {"step": 3, "replica": "B", "observed": ["m1", "m2"], "predicted": ["m1"]}
     ]
+
+
+def _kip101_reads_of_a_ci_run() -> tuple[
+    list[str], list[PartitionState], dict[int, str], list[dict[str, object]]
+]:
+    """kip101-scenario1 on 0.10.2.1 as a CI run read it (reads.json, 6 Dec 2026): B leads
+    with HW 2 up to step 9; at step 13 (``detect B``) A, just elected, refused the read
+    (error code 6, NOT_LEADER_FOR_PARTITION: its fence had passed before the controller
+    logged the LeaderAndIsr it was sending)."""
+    sc = load_scenario(ROOT / "scenarios" / "kip101-scenario1.yaml")
+    pred = run_scenario(sc, "0.10.2.1")
+    states = realised_states(pred)
+    names = list(sc.brokers)
+    m1, both = ["m1"], ["m1", "m2"]
+    reads = [
+        _read(2, "B", "leader", 1, m1),
+        _read(5, "B", "leader", 2, both),
+        _read(9, "B", "leader", 2, both),
+        _read(10, "A", "follower", 1, m1),
+        {**_read(13, "A", "leader", -1, []), "error": "error code 6"},
+    ]
+    final = {o: e.record for o, e in enumerate(pred.steps[-1].state.replicas[0].log)}
+    return names, states, final, reads
+
+
+def test_a_read_the_broker_refused_is_compared_on_neither_side() -> None:
+    """The model's HW regression at step 13 (B's 2, then A's 1) shows only in the read A
+    refused: that is no evidence either way, not an anomaly "NOT as the model predicts"."""
+    names, states, final, reads = _kip101_reads_of_a_ci_run()
+    want = predicted_reads(names, states, reads)
+    assert want[-1]["error"] == "error code 6" and want[-1]["hw"] == 1  # the model's answer
+    v = consumer_verdict(names, states, reads, final, final, {}, ["m2"], ["m2"])
+    assert v["observed"]["hw_regression"] == v["predicted"]["hw_regression"] == []
+    assert v["anomalies_as_predicted"], v["summary"]
+    assert v["reads_compared"] == 4 and v["reads_agreeing"] == 4
+    assert "(1 refused by the broker, compared on neither side)" in v["summary"]
+
+
+def test_the_regression_a_read_shows_is_still_judged() -> None:
+    """Mutation: A answers the step-13 read, without the regression the model predicts (HW 2
+    where the model says 1): the anomalies are NOT as predicted, and the read differs."""
+    names, states, final, reads = _kip101_reads_of_a_ci_run()
+    reads[-1] = _read(13, "A", "leader", 2, ["m1", "m2"])
+    v = consumer_verdict(names, states, reads, final, final, {}, ["m2"], ["m2"])
+    regression = {"step": 13, "from_step": 9, "before": 2, "after": 1}
+    assert v["predicted"]["hw_regression"] == [regression]
+    assert v["observed"]["hw_regression"] == []
+    assert not v["anomalies_as_predicted"], v["summary"]
+    assert v["reads_agreeing"] == 4 and v["reads_compared"] == 5

@@ -8,6 +8,7 @@ sees a broker act on the controller's decisions (:class:`LeaderAndIsrLog`).
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +32,12 @@ from harness.db.mode.base import (
 from harness.db.mode.zk_view import ZkView
 from harness.db.names import CONTROLLER, PARTITION
 from harness.db.specs import BrokerSpec, FenceTimeout, Runtime, TopicSpec
+from harness.protocol.fetch import CONSUMER, fetch, fetch_version
+from harness.protocol.wire import WireError
 from harness.readback.log4j import read_rotated
 
 if TYPE_CHECKING:
+    from harness.db.catalogue.versions import KafkaVersion
     from harness.db.mode.view import MetadataView, PartitionView
 
 
@@ -222,7 +226,7 @@ class ZooKeeperMode(Mode):
         decided: Callable[[], PartitionView],
         controllers: Callable[[], list[str]],
     ) -> Decisions:
-        return LeaderAndIsrLog(cluster, controllers)
+        return LeaderAndIsrLog(cluster, controllers, decided, self.version)
 
     def assignment(self, view: MetadataView) -> list[int]:
         assert isinstance(view, ZkView)
@@ -277,6 +281,10 @@ class ZooKeeperMode(Mode):
         return "ElectLeaders UNCLEAN" + (f" ({'; '.join(errors)})" if errors else "")
 
 
+NOT_SERVING = (3, 6)
+"""Fetch error codes of a broker that does not (yet) lead the partition:
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_FOR_PARTITION (NOT_LEADER_OR_FOLLOWER from 2.6)."""
+
 # A broker's log of LeaderAndIsr handled: one "Finished" line per request (3.x), or per
 # partition one "completed" (applied) or "ignoring" (stale epoch) line (0.10-2.x).
 LAI_FINISHED = re.compile(r"Finished LeaderAndIsr request")
@@ -297,12 +305,50 @@ LAI_REFUSED = re.compile(
 
 class LeaderAndIsrLog(Decisions):
     """A broker acted on the controller's decisions once it handled every LeaderAndIsr sent
-    to it: counted in the controllers' state-change logs against the broker's own."""
+    to it: counted in the controllers' state-change logs against the broker's own; and a
+    broker ZooKeeper names leader once it also serves the partition as its leader.
 
-    def __init__(self, cluster: Runtime, controllers: Callable[[], list[str]]) -> None:
+    Why the second: the controller writes its election to ZooKeeper
+    (``updateLeaderAndIsr``) before it logs "sending become-leader LeaderAndIsr request" to
+    the new leader (``ControllerBrokerRequestBatch.sendRequestsToBrokers``). A fence that
+    looked in that gap counted nothing sent, nothing pending, and passed: seen in a CI run
+    of kip101-scenario1 on 0.10.2.1 (load 24), where the consumer read after ``detect B``
+    found A, elected, answering NOT_LEADER_FOR_PARTITION 3 ms before its become-leader
+    transition. Its Fetch answer is what a consumer sees, so that is what is waited for.
+    """
+
+    def __init__(
+        self,
+        cluster: Runtime,
+        controllers: Callable[[], list[str]],
+        decided: Callable[[], PartitionView] | None = None,
+        version: KafkaVersion | None = None,
+    ) -> None:
         self.cluster = cluster
         self.controllers = controllers
+        self.decided = decided
+        self.version = version
         self.base: dict[str, tuple[int, int]] = {}  # name -> (sent, handled) at mark()
+
+    def serves_as_leader(self, name: str) -> bool:
+        """``name`` answers a consumer's Fetch of the test partition other than with
+        NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PARTITION (not yet its leader here)."""
+        if self.version is None:
+            return True
+        release = tuple(int(x) for x in self.version.release.split(".")[:2])
+        ver = fetch_version(self.version.epoch_on_disk, release >= (2, 4))
+        host, port = self.cluster.broker_address(name)
+        try:
+            answer = fetch(host, port, self.cluster.topic, PARTITION, ver, CONSUMER, timeout=1.0)
+        except (WireError, OSError, struct.error, IndexError):
+            return False  # not answering yet
+        return answer.error not in NOT_SERVING
+
+    def _elected(self, name: str) -> bool:
+        """ZooKeeper (the controller's decision) names ``name`` the leader."""
+        if self.decided is None:
+            return False
+        return self.decided().leader == self.cluster.brokers[name].broker_id
 
     def done(self, name: str) -> int:
         """LeaderAndIsr requests broker ``name`` handled so far."""
@@ -338,6 +384,11 @@ class LeaderAndIsrLog(Decisions):
             lambda: self.pending(name) <= 0,
             f"{name} to process the LeaderAndIsr requests sent to it",
         )
+        if self._elected(name):
+            wait(
+                lambda: self.serves_as_leader(name) and self.pending(name) <= 0,
+                f"{name} to serve as the leader the controller elected",
+            )
 
     def after_restart(self, name: str, wait: Wait) -> None:
         sent0 = self.base[name][0]

@@ -69,6 +69,21 @@ def zookeeper(tmp_path: Path) -> Iterator[str]:
         proc.wait(30)
 
 
+@pytest.fixture
+def python_ctrl_c() -> Iterator[None]:
+    """Python's own SIGINT handler (KeyboardInterrupt), whatever this process inherited.
+
+    A process started in the background by a shell without job control inherits SIGINT
+    ignored, and Python then leaves it ignored: a CI trial launched that way (``nohup ...
+    &``) failed both tests here on their premise, not on the hold. What is tested is the
+    handler a user's ``hwchaos run`` in a terminal has."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 class _SignalledSend:
     """kazoo's wake-up socket, with SIGINT sent to this process during the first ``send``
     and its Python handler run before ``send`` returns (as it runs at the next bytecode)."""
@@ -90,7 +105,9 @@ class _SignalledSend:
         return getattr(self._sock, name)
 
 
-def test_ctrl_c_inside_a_request_is_a_keyboard_interrupt(zookeeper: str) -> None:
+def test_ctrl_c_inside_a_request_is_a_keyboard_interrupt(
+    zookeeper: str, python_ctrl_c: None
+) -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with ZkView(zookeeper, timeout=10.0) as view:
         assert view.live_brokers() == ()
@@ -107,7 +124,7 @@ def test_ctrl_c_inside_a_request_is_a_keyboard_interrupt(zookeeper: str) -> None
 
 
 def test_without_the_hold_kazoo_turns_it_into_connection_closed(
-    zookeeper: str, monkeypatch: pytest.MonkeyPatch
+    zookeeper: str, python_ctrl_c: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The mutation: the same signal with the hold taken out is the CI trial's traceback, so
     the test above checks the hold and not the way the signal is sent."""

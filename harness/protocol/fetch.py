@@ -37,6 +37,13 @@ RACK = "hwchaos"
 """The ``rack_id`` of v11 requests: any value gives the request client metadata."""
 
 
+def serves_kip392(release: str) -> bool:
+    """Whether a broker of ``release`` (``"2.4.0"``) is 2.4 or later: it speaks Fetch v11 and
+    serves a consumer from a follower (KIP-392), where an older one serves Kafka's debugging
+    consumer (replica id -2) instead."""
+    return tuple(int(x) for x in release.split(".")[:2]) >= (2, 4)
+
+
 def fetch_version(epoch_on_disk: bool, kip392: bool) -> int:
     """The Fetch version hwchaos speaks to a broker of that generation."""
     return 11 if kip392 else 4 if epoch_on_disk else 3

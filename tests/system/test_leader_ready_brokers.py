@@ -33,9 +33,11 @@ from tests.verdicts import trial_realised, why
 
 pytestmark = pytest.mark.broker
 
-LATE = 4.0
+LATE = 10.0
 """Seconds between the harness resuming the elected A and A running: longer than the
-consumer read's own timeout (3 s), so a read sent before A leads cannot be answered."""
+consumer read's own timeout (3 s) plus what the observation does before the read (the HW
+readings), so a read sent before A leads cannot be answered. At 4 s, under the load of
+three test workers, the read waited in A's socket and A answered it on waking, as leader."""
 DETECT = 13  # kip101-scenario1's ``detect: B``: the controller elects A
 
 
@@ -80,17 +82,25 @@ def _read_at_detect(folder: Path) -> dict[str, Any]:
     return next(r for r in reads if r["step"] == DETECT and r["replica"] == "A")
 
 
-def test_the_elected_leader_is_read_once_it_serves(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def stepping(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The steps played so far, with the gap made wide at :data:`DETECT`."""
     require("0.10.2.1")
-    stepping: list[int] = []
-    _widen_the_gap(monkeypatch, stepping)
-    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
+    played: list[int] = []
+    _widen_the_gap(monkeypatch, played)
+    return played
 
+
+def _play(where: Path) -> Any:
+    """kip101-scenario1 on 0.10.2.1 into ``where``."""
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
+    return trial(sc, resolve_version("0.10.2.1"), "local", where, "gap", lambda _m: None)
+
+
+def test_the_elected_leader_is_read_once_it_serves(tmp_path: Path, stepping: list[int]) -> None:
     def play(where: Path) -> Any:
         stepping.clear()
-        return trial(sc, resolve_version("0.10.2.1"), "local", where, "gap", lambda _m: None)
+        return _play(where)
 
     (info, _p, verdict, _r), folder = trial_realised(play, tmp_path / "run", lambda t: t.verdict)
     assert verdict is not None and info.model_match, why(info, verdict, folder)
@@ -110,15 +120,11 @@ def test_the_elected_leader_is_read_once_it_serves(
 
 
 def test_without_the_wait_the_read_finds_no_leader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, stepping: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The mutation: the fence without its Fetch check passes in the gap, and the read fails."""
-    require("0.10.2.1")
-    stepping: list[int] = []
-    _widen_the_gap(monkeypatch, stepping)
     monkeypatch.setattr(LeaderAndIsrLog, "_elected", lambda self, name: False)
-    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
-    t = trial(sc, resolve_version("0.10.2.1"), "local", tmp_path / "run", "gap", lambda _m: None)
+    t = _play(tmp_path / "run")
     assert t.verdict is not None, why(t.info, t.verdict, tmp_path / "run")
     read = _read_at_detect(tmp_path / "run")
     assert read["error"] != "", read

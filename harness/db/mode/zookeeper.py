@@ -32,7 +32,7 @@ from harness.db.mode.base import (
 from harness.db.mode.zk_view import ZkView
 from harness.db.names import CONTROLLER, PARTITION
 from harness.db.specs import BrokerSpec, FenceTimeout, Runtime, TopicSpec
-from harness.protocol.fetch import CONSUMER, fetch, fetch_version
+from harness.protocol.fetch import CONSUMER, fetch, fetch_version, serves_kip392
 from harness.protocol.wire import WireError
 from harness.readback.log4j import read_rotated
 
@@ -335,8 +335,7 @@ class LeaderAndIsrLog(Decisions):
         NOT_LEADER_FOR_PARTITION or UNKNOWN_TOPIC_OR_PARTITION (not yet its leader here)."""
         if self.version is None:
             return True
-        release = tuple(int(x) for x in self.version.release.split(".")[:2])
-        ver = fetch_version(self.version.epoch_on_disk, release >= (2, 4))
+        ver = fetch_version(self.version.epoch_on_disk, serves_kip392(self.version.release))
         host, port = self.cluster.broker_address(name)
         try:
             answer = fetch(host, port, self.cluster.topic, PARTITION, ver, CONSUMER, timeout=1.0)

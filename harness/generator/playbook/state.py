@@ -200,10 +200,16 @@ class PlaybookState:
         running broker can answer, so followers are read just before the harness pauses
         them (their state then is their state until their next step).
         """
-        from harness.protocol.fetch import CONSUMER, DEBUGGING_CONSUMER, fetch, fetch_version
+        from harness.protocol.fetch import (
+            CONSUMER,
+            DEBUGGING_CONSUMER,
+            fetch,
+            fetch_version,
+            serves_kip392,
+        )
 
         host, port = self.cluster.broker_address(name)
-        kip392 = tuple(int(x) for x in self.version.release.split(".")[:2]) >= (2, 4)
+        kip392 = serves_kip392(self.version.release)
         rid = CONSUMER if role == "leader" or kip392 else DEBUGGING_CONSUMER
         row: dict[str, Any] = {
             "step": self.current_step,

@@ -387,8 +387,11 @@ def test_a_sigkilled_harness_leaves_nothing_after_the_next_start(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     assert len(_hwchaos_objects(run_id)[0]) == 3  # SIGKILL runs no handler
-    n_c, n_n = reaper.reap_orphans()  # what the next start does first
-    assert n_c >= 3 and n_n >= 1
+    # What the next start does first. Not counted here: under xdist, another worker's
+    # cluster start reaps the same orphans (every start does) and may take some first; a
+    # CI trial saw this call remove 2 of the 3 containers. What must hold is that none is
+    # left once a start has reaped.
+    reaper.reap_orphans()
     assert _hwchaos_objects(run_id) == ([], [])
 
 

@@ -19,6 +19,7 @@ import pytest
 from harness.db import FenceTimeout
 from harness.db.catalogue.versions import resolve_version
 from harness.db.mode import KRaftMode, ZooKeeperMode, make_mode
+from harness.db.mode.view import PartitionView
 from harness.db.mode.zookeeper import LeaderAndIsrLog
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,3 +170,24 @@ def test_a_leader_and_isr_the_controller_dropped_for_an_offline_broker_is_not_pe
     _append(controller_log, REFUSED_2X.replace("{id}", "2"))
     assert log.pending("B") == 0
     log.settle("B", _wait_once)
+
+
+def test_a_restart_waits_for_the_election_of_an_offline_partition_with_a_live_isr(
+    tmp_path: Path,
+) -> None:
+    """Seen on 0.10.2.1 (kip101-scenario2 under ``matrix --jobs 3``): B restarted into an
+    offline partition whose ISR is {B}. The controller first sent B a LeaderAndIsr naming
+    no leader (the replica going online), then elected B 67 ms later; the fence had passed
+    on the first request and the harness held B as a follower."""
+    c = _cluster(tmp_path)
+    state = {"view": PartitionView(leader=-1, leader_epoch=2, isr=(2,), live=(0, 2), controller=0)}
+    log = LeaderAndIsrLog(c, lambda: ["controller"], lambda: state["view"])
+    log.mark("B")
+    _append(c.state_change_log("controller"), SENT_0X)  # the replica goes online: no leader
+    with pytest.raises(_Timeout, match="the controller to elect a leader from the live ISR"):
+        log.after_restart("B", _wait_once)
+    state["view"] = PartitionView(leader=2, leader_epoch=3, isr=(2,), live=(0, 2), controller=0)
+    log.after_restart("B", _wait_once)
+    # Offline with every ISR member dead (unclean election off): nothing is coming.
+    state["view"] = PartitionView(leader=-1, leader_epoch=3, isr=(1,), live=(0, 2), controller=0)
+    log.after_restart("B", _wait_once)

@@ -125,6 +125,11 @@ class Playbook(
         text = ev.describe(cfg.brokers)
         with timing.timed_fence("observe the cluster after the step"):
             obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
+        if k + 1 < len(self.prediction.steps):  # the model plays step k + 1 (not prevented)
+            nxt = expand(cfg, self.prediction.steps[k].state, self.scenario.steps[k])
+            held = self.hold_leader_before_its_kill(nxt)
+            if held:
+                obs.notes.append(held)
         self.progress(
             f"step {k:>2}/{len(self.scenario.steps)} {text:<32} "
             f"{obs.seconds:5.1f}s  leader={obs.leader or '-'} "

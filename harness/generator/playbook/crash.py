@@ -28,6 +28,9 @@ from harness.nemesis import faults as nemesis
 from harness.readback import tcp
 from reference_model.events import Event
 
+KILLS = frozenset({"crash", "power_loss"})
+"""Step kinds that kill a broker where it stands (no shutdown: a parked Fetch dies with it)."""
+
 
 def unread_note(who: list[str], leader: str) -> str:
     """The note of followers ``who`` holding killed ``leader``'s answer unread; the HW
@@ -124,6 +127,33 @@ class CrashSteps(Settling):
             if (pid := self.cluster.host_pid(n)) is not None and tcp.answer_waiting(pid, lead_pid)
         ]
         return unread_note(who, name) if who else ""
+
+    def hold_leader_before_its_kill(self, next_events: list[Event]) -> str:
+        """Hold (SIGSTOP) the leader now when the next step only kills brokers, it among them.
+
+        Why: a follower paused after its fetch round leaves its next Fetch parked at the
+        leader, answered when ``replica.fetch.wait.max.ms`` runs out; an answer sent before
+        the leader dies sits in the follower's socket and is applied when the follower next
+        runs (a newer HW the model's lost in-flight request does not give:
+        :meth:`_answers_unread` names it, and the run is played again). Under load the
+        crash step came after the timer often enough to be the window CI missed most
+        (acks-all-min-isr2-one-crash: ``fetch: followers`` then ``crash: leader``). A held
+        leader answers nothing, and is killed held. Called once this step's observation has
+        read the leader (its HW on the wire, a consumer's read), so nothing is left unread;
+        the hold itself waits for the leader's checkpoint to be stable, as every hold does.
+        """
+        lead = self.leader()
+        if (
+            not next_events
+            or lead is None
+            or lead in self.down | self.held | self.user_paused
+            or not self.cluster.is_running(lead)
+            or any(e.kind not in KILLS for e in next_events)
+            or all(self.names[e.replica] != lead for e in next_events if e.replica >= 0)
+        ):
+            return ""
+        self._hold(lead)
+        return f"{lead} held until the next step kills it (no parked Fetch answered meanwhile)"
 
     @plays("crash")
     def do_crash(self, k: int, ev: Event, name: str) -> str:

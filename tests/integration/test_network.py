@@ -579,22 +579,25 @@ def test_isolated_leader_acknowledges_as_a_zombie_and_loses_the_write_after_heal
             for name in ("A", "B"):  # serving requests, not merely registered
                 log = cluster.state_change_log(name)
                 wait_until(lambda log=log: _lai_lines(log) > 0, 90, f"{name} to handle a LAI")
-            faults.isolate(cluster, "A")  # from ZooKeeper, the controller and B
-            faults.partition(cluster, CLIENT, ["B", CONTROLLER])  # clients reach only A
-            wait_until(state(b, b), 60, f"the controller to elect {b} after A's expiry")
             host, port = cluster.broker_address("A")
             producer = Producer(f"{host}:{port}", "1")
             try:
-                # A's stale metadata: a zombie leader. Waited on, not read once: a cut A's
-                # metadata cannot change before the heal, and one read came back -1 (no
-                # answer within 2 s, or no leader) in a CI trial (2.1.1, 3.3.1, load ~14)
-                # and once in 20 quiet runs of 3.3.1.
+                # A's own metadata names A before the cut: a cut A's metadata cannot change
+                # until the heal, and the controller's UpdateMetadata comes after the
+                # LeaderAndIsr waited on above; in a CI trial (0.10.2.1, load ~16) it had not
+                # reached A when A was cut, and A's metadata never named a leader.
                 seen: list[int] = []
 
                 def zombie() -> bool:
                     seen.append(producer.leader_id())
                     return seen[-1] == a
 
+                wait_until(zombie, 60, f"A's own metadata to name A ({a}) leader before the cut")
+                faults.isolate(cluster, "A")  # from ZooKeeper, the controller and B
+                faults.partition(cluster, CLIENT, ["B", CONTROLLER])  # clients reach only A
+                wait_until(state(b, b), 60, f"the controller to elect {b} after A's expiry")
+                # A's stale metadata: a zombie leader. Waited on, not read once: one read came
+                # back -1 (no answer within 2 s) in a CI trial (2.1.1, 3.3.1, load ~14).
                 wait_until(zombie, 20, f"A's own metadata to name A ({a}) leader")
                 assert seen[-1] == a, seen
                 d = producer.send("zombie")

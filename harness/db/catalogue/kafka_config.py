@@ -7,7 +7,7 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
   observes each replica's HW after every step and what a crashed broker restarts with
   (harness.readback.hw). The harness never writes a model-predicted HW into it; only the
   explicit ``stale_checkpoint`` fault rewrites it.
-- ``replica.fetch.wait.max.ms`` (500 ms): see :data:`FETCH_WAIT_MAX_MS`.
+- ``replica.fetch.wait.max.ms`` (1 s): see :data:`FETCH_WAIT_MAX_MS`.
 - ``replica.lag.time.max.ms`` is long: followers are paused between their fetch steps and
   must not drop out of the ISR on their own; ``isr_shrink`` is a scripted step.
 - ``zookeeper.session.timeout.ms`` (60 s) bounds how long a follower may stay paused in
@@ -22,7 +22,7 @@ Why each setting: the harness, not Kafka's timers, decides when things happen.
   harness holds paused therefore stalls every later LeaderAndIsr of that broker: on
   0.10.2.1 the second of two held-back LeaderAndIsr came ~30 s after the heal with the
   default, ~10 s with 10 s, 4.3-4.7 s with 5 s (controller-queue-two-leader-changes,
-  controller-failover-missed-change). Ten times ``replica.fetch.wait.max.ms``, so a Fetch
+  controller-failover-missed-change). Five times ``replica.fetch.wait.max.ms``, so a Fetch
   parked its full time at a leader on a loaded machine is still answered within it.
   The controller's channel (``ControllerChannelManager``) uses the same timeout: a request
   to a broker paused longer than it is resent on a new connection.
@@ -39,19 +39,20 @@ from harness.readback.hw import HW_CHECKPOINT_INTERVAL_MS
 
 SESSION_TIMEOUT_MS = 60_000
 LAG_TIME_MAX_MS = 600_000
-FETCH_WAIT_MAX_MS = 500
+FETCH_WAIT_MAX_MS = 1000
 """``replica.fetch.wait.max.ms``: a follower that has just appended sends its next Fetch at
 once, and the leader parks it this long when there is nothing new. That is the window in
 which the follower has the records but not yet the HW that covers them (the model's
-``fetch`` is one request/response round); the fetch step stops the leader while it reads
-and pauses the follower (playbook/settle.py ``_shield_from_leader``), so the window bounds
-only the fence's sight of the round. It is also what a produce step right after a fetch
-step waits out (the parked Fetch must expire before a record is appended: playbook/produce.py)
-and what a fetch that brings no records waits for (the parked answer carries the HW). 500 ms
-since 6 Dec 2026 (was 1 s): the six profiles' catalogue under ``matrix --jobs 3`` 494 -> 445 s,
-90/90 either way. Tried at 500 ms on 28 Nov and not kept then: a crash of the leader after a
-fetch step came after the timer and the followers applied its answer; a leader the next step
-kills is now held from the end of the step (playbook/crash.py ``hold_leader_before_its_kill``)."""
+``fetch`` is one request/response round): the fetch step must see the round and stop the
+leader within it (playbook/settle.py ``_shield_from_leader``), and in a ``fetch: followers``
+step the first follower's Fetch stays parked through the next follower's round, so a
+crash of the leader after the step must come (or the leader be held:
+playbook/crash.py ``hold_leader_before_its_kill``) within it too. It is also what a produce
+step right after a fetch step waits out (playbook/produce.py) and what a record-less fetch
+waits for. 500 ms was tried twice (28 Nov, 6 Dec: the six profiles' catalogue 494 -> 445 s
+under ``matrix --jobs 3``) and not kept: in CI at load ~15-20 a two-follower fetch step
+took 0.62 s, so the first follower's parked Fetch was answered before the leader was held
+(tests/system/test_leader_hold_brokers.py failed on 0.10.2.1; docs/speed.md)."""
 REQUEST_TIMEOUT_MS = 5_000  # ZooKeeper mode; see the module docstring
 BROKER_RETRY_MS = 500
 """A KRaft broker's own ``broker.session.timeout.ms``: its registration and heartbeat retry

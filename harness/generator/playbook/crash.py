@@ -153,7 +153,7 @@ class CrashSteps(Settling):
         ):
             return ""
         self._hold(lead)
-        return f"{lead} held until the next step kills it (no parked Fetch answered meanwhile)"
+        return f"{lead} held until the next step kills it: from now it answers no parked Fetch"
 
     @plays("crash")
     def do_crash(self, k: int, ev: Event, name: str) -> str:

@@ -37,6 +37,16 @@ def _cluster(out: Path, cell: str) -> dict[str, object]:
     return extra["cluster"]
 
 
+def _expected_reuse(out: Path, cells: list[str]) -> dict[str, bool]:
+    """Which cells play on a reused cluster: kip101-scenario2 (the second of its
+    configuration), and a cell the harness played once more (``played-again/``: its first
+    run did not play a step as scripted), whose second run takes its own warm cluster.
+    Seen in a CI trial at load 25: kip101-scenario1's fetch step paused A 1.13 s after its
+    round, and the serial matrix played the cell again on the cluster it had just used."""
+    again = {p.name for p in (out / "played-again").glob("*")}
+    return {c: c.startswith("kip101-scenario2__") or c in again for c in cells}
+
+
 def test_parallel_matrix_gives_the_serial_verdicts(tmp_path: Path) -> None:
     try:
         find_tree(resolve_version(VERSION))
@@ -55,12 +65,13 @@ def test_parallel_matrix_gives_the_serial_verdicts(tmp_path: Path) -> None:
     # the two cells of one configuration (kip101-scenario1/2) shared one job's warm cluster
     logs = {c: (parallel / "cells" / c / "matrix.log").read_text() for c in two}
     reused = {c: _cluster(parallel, c)["reused"] for c in two}
-    assert sorted(reused.values()) == [False, False, True], reused
+    assert reused == _expected_reuse(parallel, list(two)), reused
     for c, log in logs.items():
         said = "reusing the local cluster" if reused[c] else "starting local cluster"
         assert said in log, f"{c}: {log[-2000:]}"
     # a serial matrix reuses as much: the parallel one loses no reuse to its jobs
-    assert sorted(_cluster(serial, c)["reused"] for c in one) == [False, False, True]
+    serial_reuse = {c: _cluster(serial, c)["reused"] for c in one}
+    assert serial_reuse == _expected_reuse(serial, list(one)), serial_reuse
     assert not list((parallel / "warm-clusters").glob("cluster-*"))  # every pool closed
     left = subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True)
     assert "java" not in left.stdout

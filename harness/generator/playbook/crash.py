@@ -142,13 +142,13 @@ class CrashSteps(Settling):
         read the leader (its HW on the wire, a consumer's read), so nothing is left unread;
         the hold itself waits for the leader's checkpoint to be stable, as every hold does.
         """
+        if not next_events or any(e.kind not in KILLS for e in next_events):
+            return ""  # most steps: decided without reading the controller's view
         lead = self.leader()
         if (
-            not next_events
-            or lead is None
+            lead is None
             or lead in self.down | self.held | self.user_paused
             or not self.cluster.is_running(lead)
-            or any(e.kind not in KILLS for e in next_events)
             or all(self.names[e.replica] != lead for e in next_events if e.replica >= 0)
         ):
             return ""

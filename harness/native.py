@@ -14,7 +14,8 @@ this builder's version and its generator (``harness.native_replace``), so a buil
 ever be used with the sources it was made from: editing any model file changes the key, and
 the stale build is simply never found. A build is made in a temporary directory beside its
 final place and renamed into it (atomic), so two builders at once cannot leave a half-written
-build; nothing is written inside the repository.
+build; a second builder waits for the first (``flock`` on the cache directory) and uses its
+build instead of compiling the same sources again; nothing is written inside the repository.
 
 One difference from the repository's text: in the copy, every ``x._replace(k=v)`` of a
 compiled module is rewritten into a positional builder generated from the NamedTuple classes
@@ -30,6 +31,7 @@ child refuses to run unless ``reference_model.transitions`` really is the compil
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.machinery
 import importlib.metadata
@@ -42,7 +44,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -188,6 +190,42 @@ def build(src: Path = SOURCE_ROOT, say: Callable[[str], None] | None = None) -> 
     if reason is not None:
         raise NativeError(f"cannot compile the model: {reason}")
     root.mkdir(parents=True, exist_ok=True)
+    with _builder_lock(root, say):
+        found = _load(final)  # made by the builder this one waited for
+        if found is not None:
+            return found
+        return _build_locked(src, key, root, final, say)
+
+
+@contextlib.contextmanager
+def _builder_lock(root: Path, say: Callable[[str], None] | None) -> Iterator[None]:
+    """One builder at a time per cache (``flock`` on the cache directory itself).
+
+    Why: two builders at once (two test workers, two terminals) each spent a full mypyc
+    compile (a minute or two of both cores) for one build to be kept. The second now waits
+    and then finds the first one's build. The lock dies with its process (a killed builder
+    frees it), and it leaves no file behind; the atomic rename below still guards a cache
+    the lock cannot cover (a file system without ``flock``).
+    """
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if say is not None:
+                say(f"another builder is compiling in {root}: waiting for it ...")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass  # no flock here: builders race, the rename keeps the cache whole
+        yield
+    finally:
+        os.close(fd)
+
+
+def _build_locked(
+    src: Path, key: str, root: Path, final: Path, say: Callable[[str], None] | None
+) -> Build:
+    """The compile itself, under :func:`_builder_lock`."""
     _prune(root, key)
     files = sources(src)
     compiled = [rel for rel in files if rel not in INTERPRETED]

@@ -1,13 +1,13 @@
 """The compiled reference model (``harness.native``): built for real with mypyc, then held to
 the pure model.
 
-One build per session into a temporary cache (``HWCHAOS_CACHE``), made by two builders racing
-for it (they must not corrupt each other). Then ``hwchaos explore --json`` must give exactly
-the same states, transitions, depth and counterexamples compiled and ``--pure``; a changed
-source must change the build key (a stale build is never used); and the model's own unit
-tests must pass against the compiled modules (mypyc checks annotations at run time, so this
-is where a semantic difference would show). Skipped, with the reason, where nothing can be
-compiled (no C compiler, no Python headers).
+One build per session into a temporary cache (``HWCHAOS_CACHE``), asked of two builders at
+once: one compiles, the other waits for it and takes its build (neither corrupts the cache).
+Then ``hwchaos explore --json`` must give exactly the same states, transitions, depth and
+counterexamples compiled and ``--pure``; a changed source must change the build key (a stale
+build is never used); and the model's own unit tests must pass against the compiled modules
+(mypyc checks annotations at run time, so this is where a semantic difference would show).
+Skipped, with the reason, where nothing can be compiled (no C compiler, no Python headers).
 """
 
 from __future__ import annotations
@@ -65,6 +65,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, nati
     outs = [p.communicate(timeout=900) for p in procs]
     for p, (_out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0, err.decode()[-2000:]
+    # one compiled, the other waited for it and took its build (no second compile)
+    said = sorted(
+        ("with mypyc" in err.decode(), "waiting for it" in err.decode()) for _o, err in outs
+    )
+    assert said == [(False, True), (True, False)], [err.decode()[-500:] for _o, err in outs]
     root = cache / "native"
     entries = sorted(p.name for p in root.iterdir())
     key = native.build_key()

@@ -6,7 +6,7 @@ Kafka rewrites every ``replica.high.watermark.checkpoint.interval.ms`` (10 ms he
 rename, 100 times a second per broker. On ext4 that is journal commits and writeback for
 the kernel on top of the JVM's own work: an idle 0.10.2.1 cluster (ZooKeeper, the controller
 broker, three brokers) kept the machine 0.09-0.25 cores busy with its dirs on ext4 and
-0.035-0.12 on tmpfs (2 cores, 30 s windows, 7 Dec 2026). On a 2-core machine running
+0.035-0.12 on tmpfs (2 cores, 30 s windows, 6 Dec 2026). On a 2-core machine running
 three clusters at once (CI, ``matrix --jobs``) that is a large share of what there is.
 
 How: the node's ``<workdir>/<node>/data`` is a symbolic link to a directory under

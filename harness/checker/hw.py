@@ -220,12 +220,18 @@ def missed_window(verdict: Verdict | None) -> str:
     shrink paused before the HW the shrink raised reaches it. A loaded machine can miss it,
     and the step then says so, observed ("harness: B (or its leader) paused 1.30s after its
     fetch round ...", "harness: A ... applied the HW the shrink raised (1 -> 2 ...)"). A
-    mismatch whose first HW difference carries such a note, with the final logs as
-    predicted and no broker exiting unpredicted, says the step was not played as scripted:
-    the run is no evidence on the model either way, and playing it again is the answer
-    (the pytest plugin does, once). Any other mismatch is evidence, and stays one.
+    mismatch whose first HW difference carries such a note, with no broker exiting
+    unpredicted, says the step was not played as scripted: the run is no evidence on the
+    model either way, and playing it again is the answer (the pytest plugin does, once).
+    Final logs that differ too count as downstream of that step only when no replica's LEO
+    differed before it (``first_differing_step`` at or after the flagged step): a follower
+    that applied a second fetch round keeps a record the model has it truncate (0.10.2.1
+    kip101-scenario1-kip-text in a container, CI 6 Dec 2026: A paused 1.32 s after its
+    round, HW 2 where the model says 1, so m2 was kept and not lost). Logs that differ with
+    no step named, or from an earlier step, are evidence. Any other mismatch is evidence,
+    and stays one; a run played again is judged as it comes.
     """
-    if verdict is None or verdict.verdict != "model_mismatch" or verdict.differences:
+    if verdict is None or verdict.verdict != "model_mismatch":
         return ""
     if any(not h.get("predicted") for h in verdict.halts) or verdict.liveness:
         return ""  # a broker or the controller went its own way: evidence
@@ -235,6 +241,10 @@ def missed_window(verdict: Verdict | None) -> str:
     first = mismatches[0]
     if HARNESS_NOTE not in str(first.get("hint", "")):
         return ""
+    if verdict.differences:
+        began = verdict.first_differing_step
+        if began is None or began < int(first.get("step", 0)):
+            return ""  # the logs parted before the step the harness flagged: evidence
     try:
         return HwMismatch(**first).describe()
     except TypeError:  # a run.json written before a field was added or renamed

@@ -2,9 +2,9 @@
 
 ``tests.verdicts.trial_realised`` is test policy with a narrow door: a model mismatch whose
 first HW difference carries a note the harness wrote of that step ("harness: ..."), with
-the final logs agreeing. Every other verdict reaches the test's assertions as it came. And
-the playbook's fetch window is measured from the follower's own append (its segment file's
-mtime), not from when a loaded harness noticed it.
+the final logs agreeing or parting no earlier than that step. Every other verdict reaches
+the test's assertions as it came. And the playbook's fetch window is measured from the
+follower's own append (its segment file's mtime), not from when a loaded harness noticed it.
 """
 
 from __future__ import annotations
@@ -51,6 +51,19 @@ def test_only_a_mismatch_the_harness_flagged_with_agreeing_logs_is_flagged() -> 
     assert "harness: B (or its leader) paused 1.30s" in flagged_by_harness(_mismatch(LATE))
     assert flagged_by_harness(_mismatch("ISR is ['A'], the model's ['A', 'B']")) == ""
     assert flagged_by_harness(_mismatch(LATE, [{"replica": "A", "offset": 1}])) == ""
+
+
+def test_logs_that_part_at_the_flagged_step_are_downstream_of_it() -> None:
+    """A follower that applied a second round (the flagged step 6) keeps a record the model
+    has it truncate: the final logs differ from that step on, and the run is played again.
+    Logs that parted earlier, or with no step named, are evidence."""
+    v = _mismatch(LATE, [{"replica": "A", "offset": 1, "status": "extra"}])
+    for began, flagged in ((6, True), (7, True), (5, False), (None, False)):
+        v.first_differing_step = began
+        assert (flagged_by_harness(v) != "") is flagged, began
+    isr = _mismatch("ISR is ['A'], the model's ['A', 'B']", v.differences)
+    isr.first_differing_step = 6
+    assert flagged_by_harness(isr) == ""
     assert flagged_by_harness(Verdict("match", True, [], [], [], [])) == ""
     assert flagged_by_harness(None) == ""
 

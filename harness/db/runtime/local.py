@@ -266,7 +266,10 @@ class LocalCluster(Cluster):
         if self.network is not None:
             self.network.close()
         if self._ram is not None:
-            self._ram.close()  # the JVMs are dead: the data back on disk, the memory freed
+            # the JVMs are dead: the data back on disk, the memory freed (always, even when
+            # the copy fails, e.g. a full disk: a stop must not raise over the run's result)
+            with contextlib.suppress(OSError):
+                self._ram.close()
         if self._started and not self._cds_mapped:
             # the first cluster of this tree: its JVMs listed their classes; build the archive
             # every later JVM maps (one short JVM, once per tree and JDK). Last, so a Ctrl-C

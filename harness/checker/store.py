@@ -69,6 +69,7 @@ def run_info(record: RunRecord, verdict: Verdict | None, prediction: RunResult) 
             "hw": verdict.hw if verdict else hw_so_far(prediction, record),
             "harness_missed": verdict.harness_missed if verdict else "",
             "file_writes": record.file_writes,
+            "doorbell": record.doorbell,
             "consumer": {
                 k: v
                 for k, v in (verdict.consumer if verdict else {}).items()

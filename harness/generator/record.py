@@ -64,6 +64,8 @@ class RunRecord:
     file_writes: list[dict[str, Any]] = field(default_factory=list)
     # The consumer oracle's reads: step, replica, role, replica_id, hw, records, error.
     reads: list[dict[str, Any]] = field(default_factory=list)
+    # The doorbell's rings (harness.generator.playbook.bell): topic, rings, not_leading.
+    doorbell: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     # The cluster it played on: fresh or reused, the topic, the runs before it on that
     # cluster, what the reset put back (harness.generator.warm.Reuse); None: not recorded.

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.db import Cluster, ClusterError
-from harness.db.names import TOPIC
+from harness.db.names import TOPIC, bell_topic
 from harness.generator.playbook.halts import dying_line
 from harness.generator.realise import needs
 from harness.nemesis.failover import unnoticed_restarts
@@ -153,6 +153,7 @@ def dirty(cluster: Cluster, old_topics: list[str]) -> str | None:
     rules = _observed_rules(cluster)
     if rules:
         return f"{len(rules)} DROP rule(s) left in the run network: {rules[0]}"
+    old_topics = [t for old in old_topics for t in (old, bell_topic(old))]
     view = cluster.metadata()
     try:
         live = set(view.live_brokers())
@@ -273,6 +274,14 @@ def _deletion_halted(cluster: Cluster, topic: str) -> bool:
     return False
 
 
+def _controller_has(cluster: Cluster, topic: str) -> bool:
+    view = cluster.metadata()
+    try:
+        return view.partition(topic) is not None or topic in view.pending_deletions()
+    finally:
+        view.close()
+
+
 def reset(cluster: Cluster, topic: str) -> list[str]:
     """Put a cluster a run has used back as a fresh one; returns what was done.
 
@@ -307,26 +316,33 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
     _restart(cluster, down, done)
     _restart(cluster, stale, done, "(running, but not live for the controller)")
     _restart(cluster, hung, done, "(it halted)")
+    # the run's doorbell (playbook/bell.py), when it had one, goes with its topic
+    topics = [topic] + [t for t in [bell_topic(topic)] if _controller_has(cluster, t)]
     try:
-        cluster.delete_topic(topic)
+        for t in topics:
+            cluster.delete_topic(t)
     except Exception as exc:
         raise ClusterError(f"reset: {exc}") from None
+
+    def on_disk(n: str) -> bool:
+        return any(cluster.partition_dir(n, t).exists() for t in topics)
 
     def gone() -> bool:
         view = cluster.metadata()
         try:
-            if view.partition(topic) is not None or topic in view.pending_deletions():
+            pending = view.pending_deletions()
+            if any(view.partition(t) is not None or t in pending for t in topics):
                 return False
         finally:
             view.close()
-        return not any(cluster.partition_dir(n, topic).exists() for n in cluster.brokers)
+        return not any(on_disk(n) for n in cluster.brokers)
 
     halted_at: list[float] = []
 
     def gone_or_halted() -> bool:
         if gone():
             return True
-        if not halted_at and _deletion_halted(cluster, topic):
+        if not halted_at and any(_deletion_halted(cluster, t) for t in topics):
             halted_at.append(time.monotonic())
         return bool(halted_at) and time.monotonic() - halted_at[0] >= HALT_GRACE
 
@@ -339,7 +355,7 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
         # Restart the brokers that still have the partition (observed on disk), once: as
         # soon as the controller logged the halt (it cost 15 s a reset before), else after
         # DELETE_STALL.
-        stuck = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
+        stuck = [n for n in cluster.brokers if on_disk(n)]
         why = f"halted the deletion of {topic}" if halted_at else f"had not deleted {topic} there"
         _restart(cluster, stuck, done, f"(the controller {why})")
     try:
@@ -350,11 +366,13 @@ def reset(cluster: Cluster, topic: str) -> list[str]:
             state = view.partition(topic)
         finally:
             view.close()
-        dirs = [n for n in cluster.brokers if cluster.partition_dir(n, topic).exists()]
+        dirs = [n for n in cluster.brokers if on_disk(n)]
         raise ClusterError(
             f"reset: topic {topic} not deleted within {RESET_TIMEOUT:.0f}s "
             f"(controller: {state.describe() if state else 'gone'}; dirs on {dirs or 'none'})"
         ) from None
+    if len(topics) > 1:
+        done.append(f"deleted the doorbell {topics[1]}")
     done.append(f"deleted topic {topic}")
     _empty_logs(cluster)
     return done

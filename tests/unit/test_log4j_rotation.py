@@ -126,7 +126,8 @@ def test_counts_do_not_drop_when_server_log_rolls(
     fence = SimpleNamespace(
         cluster=SimpleNamespace(
             broker_log=lambda n: tmp_path / n / "logs" / "server.log", topic="hwchaos"
-        )
+        ),
+        bell=None,
     )
     fence._server_log = lambda n: FetchSteps._server_log(fence, n)  # type: ignore[arg-type]
     assert FetchSteps._truncations(fence, "B") == 2  # type: ignore[arg-type]

@@ -49,7 +49,9 @@ step the first follower's Fetch stays parked through the next follower's round, 
 crash of the leader after the step must come (or the leader be held:
 playbook/crash.py ``hold_leader_before_its_kill``) within it too. It is also what a produce
 step right after a fetch step waits out (playbook/produce.py) and what a record-less fetch
-waits for. 500 ms was tried twice (28 Nov, 6 Dec: the six profiles' catalogue 494 -> 445 s
+waits for, where the run's doorbell cannot answer those Fetches at once (playbook/bell.py:
+runs with a run network, held requests or a controller failover).
+500 ms was tried twice (28 Nov, 6 Dec: the six profiles' catalogue 494 -> 445 s
 under ``matrix --jobs 3``) and not kept: in CI at load ~15-20 a two-follower fetch step
 took 0.62 s, so the first follower's parked Fetch was answered before the leader was held
 (tests/system/test_leader_hold_brokers.py failed on 0.10.2.1; docs/speed.md)."""

@@ -41,17 +41,23 @@ with ``@plays(kind)`` (``dispatch``), collected into :attr:`Playbook.STEPS`.
 
 from __future__ import annotations
 
+import contextlib
+import re
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from harness import timing
 from harness.db import TopicSpec
+from harness.db.names import PARTITION
+from harness.generator.playbook.bell import Doorbell
+from harness.generator.playbook.bell import wanted as wants_bell
 from harness.generator.playbook.crash import CrashSteps
 from harness.generator.playbook.detect import DetectSteps
 from harness.generator.playbook.dispatch import StepMethod, model_only, steps_of
 from harness.generator.playbook.elect import ElectSteps
-from harness.generator.playbook.fences import Observation, StepPrevented, wait_until
-from harness.generator.playbook.fetch import FetchSteps
+from harness.generator.playbook.fences import FenceTimeout, Observation, StepPrevented, wait_until
+from harness.generator.playbook.fetch import RECORDED, ROUND_POLL, FetchSteps
 from harness.generator.playbook.isr import IsrSteps
 from harness.generator.playbook.partition import PartitionSteps
 from harness.generator.playbook.prevented import PreventionChecks
@@ -82,16 +88,18 @@ class Playbook(
     def setup(self) -> None:
         sc = self.scenario
         order = [sc.brokers[sc.leader]] + [n for n in sc.brokers if n != sc.brokers[sc.leader]]
-        self.cluster.create_topic(
-            TopicSpec(order, sc.min_insync, sc.unclean, name=self.cluster.topic)
-        )
         want_isr = tuple(sorted(self.ids.values()))
         lead_id = self.ids[order[0]]
 
-        def ready() -> bool:
-            v = self.meta.partition()
+        def ready(topic: str | None = None) -> bool:
+            v = self.meta.partition(topic)
             return v is not None and v.leader == lead_id and v.isr == want_isr
 
+        if wants_bell(sc, self.prediction):
+            self._make_bell(order, ready)
+        self.cluster.create_topic(
+            TopicSpec(order, sc.min_insync, sc.unclean, name=self.cluster.topic)
+        )
         wait_until(ready, f"{order[0]} to lead with ISR {sorted(order)}", self.timeout, self._seen)
         wait_until(
             lambda: all(self.leo(n) == 0 for n in self.names),
@@ -102,6 +110,44 @@ class Playbook(
         self._leader_ready(order[0])
         for n in order[1:]:
             self._hold(n)
+
+    def _make_bell(self, order: list[str], ready: Callable[[str | None], bool]) -> None:
+        """The run's doorbell (bell.py), made before the test topic: the same replicas in
+        the same order (the same fetchers, the same leader), and every follower's Fetches
+        naming it before the test partition exists. A follower adds a partition to its
+        fetcher between two Fetches, so a Fetch parked when it is held must already name
+        the bell for a ring to answer it (seen: made after the test topic, the first
+        produce of every reused run still waited out the timer)."""
+        bell = Doorbell(self.cluster, self.meta, self.ids)
+        mark = self._log_mark(order[0])
+        self.cluster.create_topic(TopicSpec(order, 1, self.scenario.unclean, name=bell.topic))
+        wait_until(
+            lambda: ready(bell.topic)
+            and all(self.cluster.partition_dir(n, bell.topic).is_dir() for n in self.names),
+            f"the doorbell {bell.topic} led by {order[0]} on every replica",
+            self.timeout,
+            self._seen,
+        )
+        self._fetching(order[0], order[1:], bell.topic, mark)
+        self.bell = bell
+
+    def _fetching(self, lead: str, followers: list[str], topic: str, mark: int) -> None:
+        """Fence (bounded, not fatal): ``lead`` has recorded a Fetch of ``topic``'s partition
+        from each follower since ``mark`` (its server.log; :data:`RECORDED`), so their
+        fetchers name it. Not seen in time is only slower: the timer answers instead."""
+        part = re.compile(rf"(?<![\w.-]){re.escape(topic)}-{PARTITION}(?![\w-])")
+        want = {self.ids[n] for n in followers}
+
+        def seen() -> bool:
+            got = set()
+            for line in self._log_since(lead, mark).splitlines():
+                m = RECORDED.search(line)
+                if m and part.search(line):
+                    got.add(int(m.group(1)))
+            return want <= got
+
+        with contextlib.suppress(FenceTimeout):
+            wait_until(seen, f"every follower to fetch {topic}", 3.0, poll_max=ROUND_POLL)
 
     # ------------------------------------------------------------------ steps
 
@@ -116,8 +162,16 @@ class Playbook(
         self.detected_in_step = set()
         # An exit since the last step ended happened from the state after step k - 1.
         notes += [h.describe() for h in self.note_exits(k - 1)]
-        for e in expand(cfg, before, ev, self.scenario.records_per_produce):
+        events = list(expand(cfg, before, ev, self.scenario.records_per_produce))
+        if k + 1 < len(self.prediction.steps):  # then the next step's first event
+            after = self.prediction.steps[k].state
+            events_next = list(expand(cfg, after, self.scenario.steps[k]))
+        else:
+            events_next = []
+        for i, e in enumerate(events):
             self._sync_sessions()
+            later = [*events[i + 1 :], *events_next]
+            self.next_event = later[0] if later else None
             notes.append(self._apply(k, e) or "")
             notes += [h.describe() for h in self.note_exits(k)]
         self._model_step = k

@@ -26,11 +26,11 @@ from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import FenceTimeout, HoldsFor, wait_until
-from harness.generator.playbook.settle import Settling
+from harness.generator.playbook.ring import Ringing
 from harness.nemesis import faults as nemesis
 from harness.protocol.wire import WireError, partition_view
 from harness.readback.hw import checkpointed_hw
-from harness.readback.log4j import read_rotated, without_other_topics
+from harness.readback.log4j import read_rotated, without_other_topics, without_partition
 from reference_model.events import Event
 from reference_model.run import RunResult
 from reference_model.state import PartitionState
@@ -71,7 +71,7 @@ must be paused, and a fence polling every 100 ms (``fences.POLL_MAX``) spent up 
 of that window noticing it was reached."""
 
 
-class FetchSteps(Settling):
+class FetchSteps(Ringing):
     """``fetch``, ``fetch_request``, ``leader_epoch_request``; a held-back follower's fetch."""
 
     _played_run: RunResult | None = None
@@ -326,13 +326,18 @@ class FetchSteps(Settling):
             lead_now = max(lead_hw, checkpointed_hw(lead_dir, self.cluster.topic, PARTITION))
             return min(lead_now, self.leo(name))
 
+        ring = self._bell_ringer(name, lead)
+
+        def applied() -> bool:
+            hw = checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
+            if target() <= hw <= self.leo(name):
+                return True
+            ring()
+            return False
+
         try:
             wait_until(
-                lambda: (
-                    target()
-                    <= checkpointed_hw(log_dir, self.cluster.topic, PARTITION)
-                    <= self.leo(name)
-                ),
+                applied,
                 f"{name} to apply the leader's HW",
                 FETCH_WAIT_MAX_MS / 1000 + 5.0,
                 poll_max=ROUND_POLL,
@@ -387,8 +392,11 @@ class FetchSteps(Settling):
 
     def _server_log(self, name: str) -> str:
         """Broker ``name``'s server.log, less the lines of an earlier run's partition (a
-        reused cluster's brokers still remove its dirs while this run plays)."""
+        reused cluster's brokers still remove its dirs while this run plays) and of the
+        run's doorbell (bell.py: it truncates and fetches beside the test partition)."""
         text = read_rotated(self.cluster.broker_log(name))
+        if self.bell is not None:
+            text = without_partition(text, self.bell.topic, PARTITION)
         if self.cluster.topic == TOPIC:
             return text  # a fresh cluster, or a reused one's first run: no earlier topic
         return without_other_topics(text, self.cluster.topic, TOPIC, PARTITION)

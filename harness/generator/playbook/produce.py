@@ -24,7 +24,7 @@ from harness.db.runtime.linkcuts import CLIENT
 from harness.generator.playbook.cuts import both_ways
 from harness.generator.playbook.dispatch import plays
 from harness.generator.playbook.fences import wait_until
-from harness.generator.playbook.settle import Settling
+from harness.generator.playbook.ring import Ringing
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.readback import tcp
 from reference_model.events import Event
@@ -33,7 +33,7 @@ OFFLINE_TIMEOUT_MS = 1500
 """``message.timeout.ms`` of a record sent while the partition is observed offline."""
 
 
-class ProduceSteps(Settling):
+class ProduceSteps(Ringing):
     """``produce`` and ``produce: {to: X}``."""
 
     @plays("produce")
@@ -176,6 +176,10 @@ class ProduceSteps(Settling):
                 if (pid := self.cluster.host_pid(n)) is None
                 or tcp.nothing_in_flight(pid, who_pid) is not True
             ]
+
+        if paused:
+            # the timer's answers, now (bell.py): nothing moves the test partition meanwhile
+            self._ring(who, paused, "parked fetches before a produce")
 
         def answered() -> bool:
             if not paused or time.monotonic() >= deadline:

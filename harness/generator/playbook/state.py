@@ -19,6 +19,7 @@ from harness.db import Cluster
 from harness.db.catalogue.versions import KafkaVersion
 from harness.db.mode.view import PartitionView
 from harness.db.names import CONTROLLER, PARTITION
+from harness.generator.playbook.bell import Doorbell
 from harness.generator.playbook.fences import FenceTimeout, Observation, wait_until
 from harness.generator.realise import PRODUCE_TIMEOUT_MS, needs
 from harness.nemesis import faults as nemesis
@@ -26,6 +27,7 @@ from harness.nemesis.failover import ControllerFailover, has_spare
 from harness.protocol.wire import WireError, list_offsets_latest
 from harness.readback.hw import HwReading, checkpointed_hw, stable_hw, stable_hws
 from harness.readback.logformat import read_partition_dir
+from reference_model.events import Event
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
 
@@ -67,6 +69,9 @@ class PlaybookState:
         self.meta = cluster.metadata()
         self.expiring: set[str] = set()
         self.retired: list[Producer] = []  # earlier producers with reports still to come
+        self.bell: Doorbell | None = None  # the run's doorbell, made by the setup (bell.py)
+        # The event the step plays after the current one (``fetch: followers`` is several)
+        self.next_event: Event | None = None
         self.producer = self._make_producer()
         self._model_step = 0  # the model state whose controller liveness the run follows
         # Brokers restarted during the step being played: registered with the controller,
@@ -300,6 +305,8 @@ class PlaybookState:
         for p in self.retired:
             p.close(timeout=5.0)
         self.producer.close(timeout=5.0)
+        if self.bell is not None:
+            self.bell.close()
         v = self.meta.partition()
         # An exit the harness did not cause is a halt (halts.HaltWatch.note_exits, called
         # by the playbook before this); one not restarted since is a final outcome.

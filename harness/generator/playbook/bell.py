@@ -1,0 +1,116 @@
+"""The doorbell: a second partition that answers Fetches parked at the leader on demand.
+
+Why: a follower that has everything sends its next Fetch at once, and the leader parks it
+for ``replica.fetch.wait.max.ms`` (1 s here, ``FETCH_WAIT_MAX_MS``). Two of the steps'
+waits are that timer and nothing else: a produce step waits until every paused follower's
+parked Fetch has been answered (else the record would complete it behind the script,
+playbook/produce.py), and a fetch that brings no records waits for the parked answer that
+carries the leader's HW (playbook/fetch.py ``_hw_learned``). Together about a quarter of a
+catalogue run (docs/speed.md).
+
+How: the leader parks a follower's Fetch under a key for every partition it names, and an
+append to any of them tries to complete it (``ReplicaManager.fetchMessages``:
+``delayedFetchKeys``; the append's ``tryCompleteDelayedFetch`` on 0.10.2 and 2.1,
+``delayedFetchPurgatory.checkAndComplete`` from the produce's action queue on 3.x/4.x),
+which it does once the new bytes reach ``replica.fetch.min.bytes`` (1). So each run gets
+a doorbell topic (:func:`harness.db.names.bell_topic`) with the test partition's replicas
+in the same order, hence the same fetcher threads and the same preferred leader; one
+record produced to it at the leader answers every Fetch parked there at once.
+
+Why it does not change what the run plays: the bell is rung only where the harness would
+otherwise wait, doing nothing, for the timer to answer the very same parked Fetches.
+Nothing moves the test partition during that wait, so the answers carry what the timer's
+would have carried (no records of the test partition, its HW of that moment), sooner.
+A fetch step rings only when no *other* paused follower may have a Fetch parked at the
+leader (read from the kernel, ``harness.readback.tcp.nothing_in_flight``): that answer
+the timer would have sent later, after what the next step does. The bell is rung only
+when the controller names the test partition's leader as the bell's leader too (the two
+can part in elections); elsewhere the timer answers, as without a bell. And whatever the
+bell does, the waits still end on what they observe (the answer in the follower's socket,
+the follower's own HW checkpoint): a ring that answered nothing costs only time.
+
+Not used (the timer answers) in runs with held LeaderAndIsr requests, controller
+failovers (scripted, or a restart the controller must not notice) or a run network: there
+the controller's requests and the links are what the scenario scripts, and a second
+partition would change what they carry.
+
+``HWCHAOS_DOORBELL=0`` turns it off (docs/speed.md, "Switches").
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harness.client.producer import Producer
+from harness.db import Cluster
+from harness.db.mode.view import MetadataView
+from harness.db.names import bell_topic
+from harness.generator.realise import needs
+from harness.nemesis.failover import unnoticed_restarts
+from reference_model.run import RunResult
+from reference_model.scenario import Scenario
+
+ENV = "HWCHAOS_DOORBELL"
+
+SCRIPTED_REQUESTS = ("leader_and_isr", "controller_failover", "partition", "heal")
+"""Step kinds whose controller requests or links the scenario scripts (no bell there)."""
+
+RING_TIMEOUT_MS = 2000
+"""The bell producer's request and message timeout: a ring is best effort."""
+
+
+def enabled() -> bool:
+    """The switch (``HWCHAOS_DOORBELL``; "0" off)."""
+    return os.environ.get(ENV, "1") != "0"
+
+
+def wanted(scenario: Scenario, prediction: RunResult) -> bool:
+    """Whether this run gets a doorbell (see the module docstring)."""
+    if not enabled() or needs(scenario, prediction).network or unnoticed_restarts(prediction):
+        return False  # a run network, or a frozen controller and its spare (failover)
+    return not any(ev.kind in SCRIPTED_REQUESTS for step in prediction.steps for ev in step.events)
+
+
+class Doorbell:
+    """The run's doorbell topic and the producers that ring it (one per leader)."""
+
+    def __init__(self, cluster: Cluster, meta: MetadataView, ids: dict[str, int]) -> None:
+        self.cluster = cluster
+        self.meta = meta
+        self.ids = ids
+        self.topic = bell_topic(cluster.topic)
+        self.rings: list[dict[str, Any]] = []  # run.json ``extra.doorbell``
+        self.not_leading = 0  # rings not made: the bell led elsewhere (the timer answered)
+        self._producers: dict[str, Producer] = {}
+
+    def leads(self, name: str) -> bool:
+        """The controller names ``name`` the bell's leader (read now)."""
+        view = self.meta.partition(self.topic)
+        return view is not None and view.leader == self.ids[name]
+
+    def ring(self, leader: str, step: int, waiting: list[str], why: str) -> bool:
+        """Append one record to the bell at ``leader`` (running, not stopped: the caller's
+        to know) if it leads the bell; True when rung. Each ring is listed for run.json:
+        the step, the broker, whose parked Fetch the harness waited for, and why."""
+        if not self.leads(leader):
+            self.not_leading += 1
+            return False
+        p = self._producers.get(leader)
+        if p is None:
+            host, port = self.cluster.broker_address(leader)
+            p = Producer(f"{host}:{port}", "1", timeout_ms=RING_TIMEOUT_MS, topic=self.topic)
+            self._producers[leader] = p
+        p.send(f"ring-{len(self.rings) + 1}")
+        self.rings.append({"step": step, "at": leader, "waiting_for": waiting, "why": why})
+        return True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.topic, "rings": self.rings, "not_leading": self.not_leading}
+
+    def close(self) -> None:
+        """Drop the producers (bounded: a ring to a broker stopped since may never be
+        answered)."""
+        for p in self._producers.values():
+            p.close(timeout=0.5)
+        self._producers.clear()

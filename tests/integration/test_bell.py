@@ -1,0 +1,91 @@
+"""The doorbell (harness.generator.playbook.bell) on real brokers.
+
+What it rests on, each able to fail: one record appended to the bell answers the Fetch a
+paused follower left parked at the leader, at once (``replica.fetch.wait.max.ms`` is 30 s
+here, so nothing else answers it within the test's bound; with the ring made a no-op the
+test fails); a broker that does not lead the bell is not rung; and a reused cluster's
+reset deletes the bell with the run's topic (controller and disk), so the clean check
+passes. ZooKeeper mode (0.10.2.1, 3.3.1) and KRaft (4.0.0): each version's purgatory
+completes the parked Fetch from its own code path (bell.py's docstring).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from harness.db import BrokerUnavailable
+from harness.db.catalogue.dists import find_tree
+from harness.db.catalogue.versions import resolve_version
+from harness.db.runtime.local import LocalCluster
+from harness.db.runtime.process import jvms_under
+from harness.generator.playbook import Playbook
+from harness.generator.scenarios import SCENARIO_DIR, load_scenario
+from harness.generator.warm import dirty, reset
+from harness.readback import tcp
+from reference_model.run import run_scenario
+
+pytestmark = pytest.mark.broker
+
+TIMER_MS = 30_000  # the leader parks a Fetch this long: only a ring answers it sooner
+
+
+def wait(check: Callable[[], object], what: str, timeout: float) -> float:
+    """Poll ``check`` until true; the seconds it took (fails past ``timeout``)."""
+    t0 = time.monotonic()
+    while not check():
+        assert time.monotonic() - t0 < timeout, f"{what} within {timeout:.0f}s"
+        time.sleep(0.02)
+    return time.monotonic() - t0
+
+
+@pytest.mark.parametrize("version", ["0.10.2.1", "3.3.1", "4.0.0"])
+def test_a_ring_answers_the_fetch_a_paused_follower_left_parked(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HWCHAOS_DOORBELL", raising=False)
+    v = resolve_version(version)
+    try:
+        find_tree(v)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")  # B leads, A follows
+    cluster = LocalCluster(v, ["A", "B"], tmp_path / "c")
+    for spec in cluster.brokers.values():
+        spec.props["replica.fetch.wait.max.ms"] = str(TIMER_MS)
+    try:
+        cluster.start()
+        book = Playbook(cluster, scenario, v, run_scenario(scenario, v.generation))
+        try:
+            book.setup()  # the bell, then the test topic; A held with a Fetch parked at B
+            assert book.bell is not None and book.bell.leads("B")
+            a, b = cluster.host_pid("A"), cluster.host_pid("B")
+            assert a is not None and b is not None
+            # A's last Fetch went out before the pause and B holds it: nothing came back
+            wait(lambda: tcp.answered(a, b) is False, "A's Fetch parked at B", 10.0)
+            assert not book.bell.ring("A", 0, [], "test"), "A does not lead the bell"
+            assert book.bell.not_leading == 1
+            assert book._ring("B", ["A"], "test")
+            took = wait(lambda: tcp.answered(a, b) is True, "B's answer in A's socket", 5.0)
+            assert took < TIMER_MS / 1000 / 3, took
+            assert [r["at"] for r in book.bell.rings] == ["B"]
+            assert book.finish()["leader"] == "B"
+        finally:
+            book.close()
+        # the reused cluster's reset takes the bell with the run's topic
+        bell = book.bell.topic
+        done = reset(cluster, cluster.topic)
+        assert f"deleted the doorbell {bell}" in done, done
+        view = cluster.metadata()
+        try:
+            assert view.partition(bell) is None
+        finally:
+            view.close()
+        assert not any(cluster.partition_dir(n, bell).exists() for n in cluster.brokers)
+        assert dirty(cluster, [cluster.topic]) is None
+    finally:
+        cluster.close()
+        assert jvms_under(tmp_path) == []

@@ -21,13 +21,14 @@ Why it does not change what the run plays: the bell is rung only where the harne
 otherwise wait, doing nothing, for the timer to answer the very same parked Fetches.
 Nothing moves the test partition during that wait, so the answers carry what the timer's
 would have carried (no records of the test partition, its HW of that moment), sooner.
-A fetch step rings only when no *other* paused follower may have a Fetch parked at the
-leader (read from the kernel, ``harness.readback.tcp.nothing_in_flight``): that answer
-the timer would have sent later, after what the next step does. The bell is rung only
-when the controller names the test partition's leader as the bell's leader too (the two
-can part in elections); elsewhere the timer answers, as without a bell. And whatever the
-bell does, the waits still end on what they observe (the answer in the follower's socket,
-the follower's own HW checkpoint): a ring that answered nothing costs only time.
+A fetch step rings only when no *other* paused follower would learn something from its
+own parked Fetch being answered now rather than when its timer runs out, after what the
+next step does (playbook/ring.py ``Ringing._bell_ringer`` says how that is read). The
+bell is rung only when the controller names the test partition's leader as the bell's
+leader too (the two can part in elections); elsewhere the timer answers, as without a
+bell. And whatever the bell does, the waits still end on what they observe (the answer in
+the follower's socket, the follower's own HW checkpoint): a ring that answered nothing
+costs only time.
 
 Not used (the timer answers) in runs with held LeaderAndIsr requests, controller
 failovers (scripted, or a restart the controller must not notice) or a run network: there

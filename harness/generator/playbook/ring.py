@@ -29,7 +29,6 @@ BELL_RINGS = 5
 """Rings at most per wait; then the timer answers."""
 
 
-
 class Ringing(Settling):
     """Ringing the doorbell from a step's wait (the produce and fetch families)."""
 
@@ -105,4 +104,3 @@ class Ringing(Settling):
             self._ring(lead, [name], "the leader's HW for a fetch without records")
 
         return ring
-

@@ -42,14 +42,12 @@ with ``@plays(kind)`` (``dispatch``), collected into :attr:`Playbook.STEPS`.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from harness import timing
 from harness.db import TopicSpec
-from harness.db.names import PARTITION
 from harness.generator.playbook.bell import Doorbell
 from harness.generator.playbook.bell import wanted as wants_bell
 from harness.generator.playbook.crash import CrashSteps
@@ -57,7 +55,7 @@ from harness.generator.playbook.detect import DetectSteps
 from harness.generator.playbook.dispatch import StepMethod, model_only, steps_of
 from harness.generator.playbook.elect import ElectSteps
 from harness.generator.playbook.fences import FenceTimeout, Observation, StepPrevented, wait_until
-from harness.generator.playbook.fetch import RECORDED, ROUND_POLL, FetchSteps
+from harness.generator.playbook.fetch import ROUND_POLL, FetchSteps
 from harness.generator.playbook.isr import IsrSteps
 from harness.generator.playbook.partition import PartitionSteps
 from harness.generator.playbook.prevented import PreventionChecks
@@ -122,8 +120,10 @@ class Playbook(
         mark = self._log_mark(order[0])
         self.cluster.create_topic(TopicSpec(order, 1, self.scenario.unclean, name=bell.topic))
         wait_until(
-            lambda: ready(bell.topic)
-            and all(self.cluster.partition_dir(n, bell.topic).is_dir() for n in self.names),
+            lambda: (
+                ready(bell.topic)
+                and all(self.cluster.partition_dir(n, bell.topic).is_dir() for n in self.names)
+            ),
             f"the doorbell {bell.topic} led by {order[0]} on every replica",
             self.timeout,
             self._seen,
@@ -135,19 +135,14 @@ class Playbook(
         """Fence (bounded, not fatal): ``lead`` has recorded a Fetch of ``topic``'s partition
         from each follower since ``mark`` (its server.log; :data:`RECORDED`), so their
         fetchers name it. Not seen in time is only slower: the timer answers instead."""
-        part = re.compile(rf"(?<![\w.-]){re.escape(topic)}-{PARTITION}(?![\w-])")
         want = {self.ids[n] for n in followers}
-
-        def seen() -> bool:
-            got = set()
-            for line in self._log_since(lead, mark).splitlines():
-                m = RECORDED.search(line)
-                if m and part.search(line):
-                    got.add(int(m.group(1)))
-            return want <= got
-
         with contextlib.suppress(FenceTimeout):
-            wait_until(seen, f"every follower to fetch {topic}", 3.0, poll_max=ROUND_POLL)
+            wait_until(
+                lambda: want <= set(self._recorded_leos(lead, mark, topic)),
+                f"every follower to fetch {topic}",
+                3.0,
+                poll_max=ROUND_POLL,
+            )
 
     # ------------------------------------------------------------------ steps
 
@@ -163,11 +158,10 @@ class Playbook(
         # An exit since the last step ended happened from the state after step k - 1.
         notes += [h.describe() for h in self.note_exits(k - 1)]
         events = list(expand(cfg, before, ev, self.scenario.records_per_produce))
-        if k + 1 < len(self.prediction.steps):  # then the next step's first event
-            after = self.prediction.steps[k].state
-            events_next = list(expand(cfg, after, self.scenario.steps[k]))
-        else:
-            events_next = []
+        # the next step's events, when the model plays one (not prevented)
+        events_next: list[Event] = []
+        if k + 1 < len(self.prediction.steps):
+            events_next = expand(cfg, self.prediction.steps[k].state, self.scenario.steps[k])
         for i, e in enumerate(events):
             self._sync_sessions()
             later = [*events[i + 1 :], *events_next]
@@ -180,8 +174,7 @@ class Playbook(
         with timing.timed_fence("observe the cluster after the step"):
             obs = self.observe(k, text, time.perf_counter() - t0, [n for n in notes if n])
         if k + 1 < len(self.prediction.steps):  # the model plays step k + 1 (not prevented)
-            nxt = expand(cfg, self.prediction.steps[k].state, self.scenario.steps[k])
-            held = self.hold_leader_before_its_kill(nxt)
+            held = self.hold_leader_before_its_kill(events_next)
             if held:
                 obs.notes.append(held)
         self.progress(

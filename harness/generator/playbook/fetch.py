@@ -230,15 +230,12 @@ class FetchSteps(Ringing):
         if lead is None or lead in self.down or lead == name or self.gone(name):
             return ""
         leo, bid = self.leo(name), self.ids[name]
-        part = re.compile(rf"(?<![\w.-]){re.escape(self.cluster.topic)}-{PARTITION}(?![\w-])")
 
         def recorded() -> bool:
             if self.gone(name):
                 return True
-            for line in self._log_since(lead, lead_mark).splitlines():
-                m = RECORDED.search(line)
-                if m and int(m.group(1)) == bid and int(m.group(2)) >= leo and part.search(line):
-                    return True
+            if self._recorded_leos(lead, lead_mark, self.cluster.topic).get(bid, -1) >= leo:
+                return True
             return self.leader_hw() >= leo
 
         bound = FETCH_WAIT_MAX_MS / 1000 + RECORD_GRACE
@@ -256,6 +253,18 @@ class FetchSteps(Ringing):
                 f"have left {name} before it was paused"
             )
         return ""
+
+    def _recorded_leos(self, lead: str, mark: int, topic: str) -> dict[int, int]:
+        """Per follower id, the highest LEO ``lead`` has recorded of its Fetches of
+        ``topic``'s partition since ``mark`` (its server.log; :data:`RECORDED`)."""
+        part = re.compile(rf"(?<![\w.-]){re.escape(topic)}-{PARTITION}(?![\w-])")
+        got: dict[int, int] = {}
+        for line in self._log_since(lead, mark).splitlines():
+            m = RECORDED.search(line)
+            if m and part.search(line):
+                bid, leo = int(m.group(1)), int(m.group(2))
+                got[bid] = max(leo, got.get(bid, -1))
+        return got
 
     def _appended_at(self, name: str, seen: float) -> float:
         """When F last appended (its newest segment file's mtime), on the monotonic clock;

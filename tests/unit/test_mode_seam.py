@@ -172,6 +172,24 @@ def test_a_leader_and_isr_the_controller_dropped_for_an_offline_broker_is_not_pe
     log.settle("B", _wait_once)
 
 
+def test_a_dropped_request_of_two_partitions_takes_back_both_sends(tmp_path: Path) -> None:
+    """0.10-2.x log "sending" once per partition and a dropped request once, naming each of
+    its partitions: with the run's doorbell beside the test partition, a request the
+    controller dropped took back one of two sends, and the fence waited 45 s (0.10.2.1,
+    power-loss-all-replicas, 7 Dec CI trial)."""
+    c = _cluster(tmp_path)
+    log = LeaderAndIsrLog(c, lambda: ["controller"])
+    log.mark("B")
+    bell = SENT_2X.replace("hwchaos-3-0", "hwchaos-3-bell-0")
+    _append(c.state_change_log("controller"), bell + SENT_2X)
+    assert log.pending("B") == 2
+    both = REFUSED_2X.replace("{id}", "2").replace(
+        "partitionStates={", "partitionStates={hwchaos-3-bell-0=PartitionState(leader=-1) ,"
+    )
+    _append(tmp_path / "controller" / "controller.log", both)
+    assert log.pending("B") == 0
+
+
 def test_a_restart_waits_for_the_election_of_an_offline_partition_with_a_live_isr(
     tmp_path: Path,
 ) -> None:

@@ -107,6 +107,7 @@ def _steps(tmp_path: Path, lines: list[str], leader_hw: int = 0) -> Any:
         leader_hw=lambda: leader_hw,
     )
     s._log_since = lambda n, mark: FetchSteps._log_since(s, n, mark)
+    s._recorded_leos = lambda lead, mark, topic: FetchSteps._recorded_leos(s, lead, mark, topic)
     return s
 
 

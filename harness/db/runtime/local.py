@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -267,9 +268,13 @@ class LocalCluster(Cluster):
             self.network.close()
         if self._ram is not None:
             # the JVMs are dead: the data back on disk, the memory freed (always, even when
-            # the copy fails, e.g. a full disk: a stop must not raise over the run's result)
-            with contextlib.suppress(OSError):
+            # the copy fails, e.g. a full disk: a stop must not raise over the run's result,
+            # but a run folder missing its data must say why: one line on stderr)
+            try:
                 self._ram.close()
+            except OSError as exc:
+                why = f"hwchaos: data dirs of {self.workdir} not copied back: {exc}"
+                print(why, file=sys.stderr)
         if self._started and not self._cds_mapped:
             # the first cluster of this tree: its JVMs listed their classes; build the archive
             # every later JVM maps (one short JVM, once per tree and JDK). Last, so a Ctrl-C

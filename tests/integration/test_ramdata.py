@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,18 @@ def test_a_real_cluster_writes_through_the_link_and_keeps_its_files(tmp_path: Pa
         assert data.is_symlink() and str(data.resolve()).startswith(str(ramdata.RAM_ROOT))
         ram_root = cluster._ram.root if cluster._ram is not None else None
         assert ram_root is not None and ram_root.is_dir()
+        # What the check below looks for must be in memory before the stop: 0.10.2.1 writes
+        # meta.properties only after its ZooKeeper registration (KafkaServer.startup,
+        # "Now that the broker id is successfully registered ... checkpoint it"), which the
+        # start's fence does not wait for; at load ~26 a CI trial stopped the cluster first.
+        wanted = [data / "meta.properties", data / "hwchaos-0"]
+        deadline = time.monotonic() + 60
+        while not all(p.exists() for p in wanted):
+            assert time.monotonic() < deadline, f"A wrote {wanted} within 60 s"
+            time.sleep(0.05)
     finally:
         cluster.close()
-    assert not data.is_symlink() and (data / "meta.properties").is_file()
+    assert not data.is_symlink() and all(p.exists() for p in wanted)
+    assert (data / "meta.properties").is_file() and (data / "hwchaos-0").is_dir()
     assert not ram_root.exists()
     assert (tmp_path / "c" / "zookeeper" / "data").is_dir()

@@ -158,6 +158,12 @@ class ProduceSteps(Ringing):
             )
         )
         who = target or self.leader()
+        if who is None:
+            # No leader (the controller's view: offline). No broker takes the record, so it
+            # completes no Fetch parked anywhere; the offline produce says so if a leader is
+            # elected during the step. Waiting here was the timer's 2 s for nothing
+            # (kip279-fast-leader-change on 3.3.1-kraft, step 11).
+            return
         start = self._paused_at
         probed = self._answered_after_pause.get(who) if who is not None else None
         if probed is None and who is not None:

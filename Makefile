@@ -28,9 +28,12 @@ test: setup lint
 	$(VENV)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=30 \
 		--junitxml=$(RESULTS)/junit.xml
 
-# The unit tier alone: model, parsers, explorer, CLI; no JVM, no daemon, a few minutes.
+# The unit tier alone: model, parsers, explorer, CLI; no JVM, no daemon. Pure Python and
+# CPU-bound, so one worker per core: 954 tests in 118 s on 2 cores (192 s in one process),
+# 7 Dec 2026. FAST_WORKERS=0 runs it in one process.
+FAST_WORKERS ?= $(shell nproc)
 test-fast: setup
-	$(VENV)/python -m pytest -q tests/unit
+	$(VENV)/python -m pytest -q -n $(FAST_WORKERS) tests/unit
 
 test-integration: setup
 	$(VENV)/python -m pytest -q tests/integration

@@ -61,7 +61,7 @@ from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.record import RunRecord
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
-from harness.generator.warm import WarmClusters, warm_key
+from harness.generator.warm import WarmClusters, reuse_rank, warm_key
 from harness.trial import trial
 from reference_model.run import run_scenario
 
@@ -132,9 +132,10 @@ def warm_order(scenarios: list[str], version: str, backend: str) -> list[str]:
     """The scenarios grouped by cluster configuration (as ``matrix`` plays them)."""
     v = resolve_version(version)
 
-    def key(name: str) -> str:
+    def key(name: str) -> tuple[str, int, str]:
         sc = load_scenario(SCENARIO_DIR / f"{name}.yaml")
-        return warm_key(sc, run_scenario(sc, v.generation), v.name, backend, 1) or "~"
+        prediction = run_scenario(sc, v.generation)
+        return reuse_rank(warm_key(sc, prediction, v.name, backend, 1), prediction, name)
 
     return sorted(scenarios, key=key)
 

@@ -58,7 +58,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mine = [items[i] for i in slots]
     order = {v: k for k, v in enumerate(settings.versions)}
 
-    def key(it: pytest.Item) -> tuple[int, int, str]:
+    def key(it: pytest.Item) -> tuple[int, int, tuple[str, int, str]]:
         assert isinstance(it, ScenarioItem)
         return it.reuse_key(settings.backend, order)
 
@@ -128,21 +128,23 @@ class ScenarioItem(pytest.Item):
         if not target.startswith("model:"):
             self.add_marker(pytest.mark.broker)
 
-    def reuse_key(self, backend: str, order: dict[str, int]) -> tuple[int, int, str]:
+    def reuse_key(
+        self, backend: str, order: dict[str, int]
+    ) -> tuple[int, int, tuple[str, int, str]]:
         """Where a warm cluster wants this item: model items first, then by version and
-        cluster configuration (harness.generator.warm.warm_key)."""
+        cluster configuration, the tidiest first (harness.generator.warm.reuse_rank)."""
         if self.target.startswith("model:"):
-            return (0, 0, "")
-        from harness.generator.warm import warm_key
+            return (0, 0, ("", 0, ""))
+        from harness.generator.warm import reuse_rank, warm_key
         from reference_model.run import run_scenario
 
         try:
             version = resolve_version(self.target)
             prediction = run_scenario(self.scenario, version.generation)
         except Exception:  # the item itself reports it
-            return (1, order.get(self.target, 0), "~")
+            return (1, order.get(self.target, 0), ("~", 0, self.scenario.name))
         key = warm_key(self.scenario, prediction, version.name, backend, 1)
-        return (1, order.get(self.target, 0), key or "~")
+        return (1, order.get(self.target, 0), reuse_rank(key, prediction, self.scenario.name))
 
     def runtest(self) -> None:
         if self.target.startswith("model:"):

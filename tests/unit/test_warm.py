@@ -83,6 +83,31 @@ def test_the_matrix_plays_one_configurations_cells_one_after_another() -> None:
     assert {*on_331[:2]} in (two, three) and {*on_331[2:]} in (two, three)
 
 
+def test_within_a_configuration_the_run_that_leaves_most_behind_is_played_last() -> None:
+    """kip966-last-replica-standing leaves B and C halted on 0.10.2.1 (the model's last
+    state): played last in its configuration, its reset (two restarts and a deletion the
+    controller may stall on) is never made. On 3.3.1 it leaves nothing: names decide."""
+    from harness.cli.matrix import reuse_order
+    from harness.generator.warm import leftover
+
+    three = [
+        "kip966-last-replica-standing",
+        "acks-all-min-isr2-one-crash",
+        "power-loss-all-replicas",
+        "kraft-isr-shrink-epoch",
+    ]
+    v0 = resolve_version("0.10.2.1")
+    kip966 = load_scenario(SCENARIO_DIR / "kip966-last-replica-standing.yaml")
+    assert leftover(run_scenario(kip966, v0.generation)) == 4
+    stale = load_scenario(SCENARIO_DIR / "stale-hw-checkpoint.yaml")
+    assert leftover(run_scenario(stale, v0.generation)) == 1  # A left down
+    for target, last in (("0.10.2.1", "kip966-last-replica-standing"),
+                         ("3.3.1", "power-loss-all-replicas")):  # fmt: skip
+        got = [c.scenario.name for c in reuse_order([_cell(n, target) for n in three], "local")]
+        assert got[-1] == last, got
+        assert sorted(got) == sorted(three)
+
+
 def _cell(name: str, target: str) -> Any:
     from harness.cli.matrix import Cell
 

@@ -11,11 +11,11 @@ Two claims, each able to fail:
   matrix's tidiest-first order, harness.generator.warm.reuse_rank: here every reset the
   catalogue can need is made, 0.10.2.1's halted brokers after kip966 included); every run
   whose configuration an earlier run had is played on the reused cluster (a refusal means
-  the reset left it dirty, and fails the test), and each verdict equals a fresh run's. Fresh catalogue runs
-  match the model (or stop where it predicts a prevention) on every version, so a warm
-  run with that verdict has the fresh verdict; a warm run with any other verdict is
-  played again on a fresh cluster and both must agree (verdict, lost and divergent
-  records, every replica's log). A few scenarios are compared
+  the reset left it dirty, and fails the test), and each verdict equals a fresh run's.
+  Fresh catalogue runs match the model (or stop where it predicts a prevention) on every
+  version, so a warm run with that verdict has the fresh verdict; a warm run with any
+  other verdict is played again on a fresh cluster and both must agree (verdict, lost and
+  divergent records, every replica's log). A few scenarios are compared
   with a fresh run directly, logs included, whatever their verdict.
 
 Skips with the reason when a release tree is missing; the network parts need root.

@@ -49,27 +49,37 @@ def test_checkpointed_hw_missing_or_torn_file_is_no_hw(tmp_path: Path) -> None:
     assert checkpointed_hw(tmp_path, "hwchaos", 0) == NO_HW
 
 
-def _writer(path: Path, values: list[int], stop: threading.Event) -> None:
-    """Write a checkpoint like Kafka's timer: tmp + rename, one value per tick."""
+def _writer(
+    path: Path, values: list[int], stop: threading.Event, done: list[int] | None = None
+) -> None:
+    """Write a checkpoint like Kafka's timer: tmp + rename, one value per tick; ``done``
+    holds how many writes were made."""
     for v in values:
         if stop.wait(0.03):
             return
         write_offset_checkpoint(path, {("hwchaos", 0): v})
+        if done is not None:
+            done.append(v)
 
 
 def test_stable_hw_waits_for_two_fresh_writes_that_agree(tmp_path: Path) -> None:
     path = tmp_path / CKPT
     write_offset_checkpoint(path, {("hwchaos", 0): 0})
     stop = threading.Event()
-    t = threading.Thread(target=_writer, args=(path, [1, 2, 3, 3, 3, 3, 3, 3], stop))
+    done: list[int] = []
+    t = threading.Thread(target=_writer, args=(path, [1, 2, 3, 3, 3, 3, 3, 3], stop, done))
     t.start()
     try:
         r = stable_hw(tmp_path, "hwchaos", 0, timeout=5.0, poll=0.005)
+        made = len(done)  # the writes made when the reader answered
     finally:
         stop.set()
         t.join()
     assert (r.hw, r.stable) == (3, True)
-    assert r.writes >= 4
+    # Two fresh writes agreeing on 3 exist only from the 4th write (1, 2, 3, 3). Counted on
+    # the writer's side: the reader may miss a write between two polls on a loaded machine
+    # (it saw 3 of them at load ~30 in a CI trial, 7 Dec 2026), which is allowed.
+    assert made >= 4, (made, r)
 
 
 def test_stable_hw_is_bounded_on_stability_not_on_a_value(tmp_path: Path) -> None:

@@ -53,13 +53,14 @@ def _writer(
     path: Path, values: list[int], stop: threading.Event, done: list[int] | None = None
 ) -> None:
     """Write a checkpoint like Kafka's timer: tmp + rename, one value per tick; ``done``
-    holds how many writes were made."""
+    holds the writes begun (noted before each write: a reader can see a write only once it
+    is noted, so the count is never below what it saw)."""
     for v in values:
         if stop.wait(0.03):
             return
-        write_offset_checkpoint(path, {("hwchaos", 0): v})
         if done is not None:
             done.append(v)
+        write_offset_checkpoint(path, {("hwchaos", 0): v})
 
 
 def test_stable_hw_waits_for_two_fresh_writes_that_agree(tmp_path: Path) -> None:
@@ -71,7 +72,7 @@ def test_stable_hw_waits_for_two_fresh_writes_that_agree(tmp_path: Path) -> None
     t.start()
     try:
         r = stable_hw(tmp_path, "hwchaos", 0, timeout=5.0, poll=0.005)
-        made = len(done)  # the writes made when the reader answered
+        made = len(done)  # the writes begun when the reader answered
     finally:
         stop.set()
         t.join()

@@ -165,14 +165,14 @@ class ProduceSteps(Ringing):
             # (kip279-fast-leader-change on 3.3.1-kraft, step 11).
             return
         start = self._paused_at
-        probed = self._answered_after_pause.get(who) if who is not None else None
-        if probed is None and who is not None:
+        probed = self._answered_after_pause.get(who)
+        if probed is None:
             probed = self._answered_now(who)
         if probed is not None:
             start = max(start, probed)
         deadline = start + 2 * wait_ms / 1000
         paused = sorted((self.held | self.user_paused) - self.down - {who})
-        who_pid = self.cluster.host_pid(who) if who is not None else None
+        who_pid = self.cluster.host_pid(who)
         if who_pid is not None:
             # paused between two Fetches: nothing parked, and nothing can be sent until it
             # runs again, so one look is enough (harness.readback.tcp.nothing_in_flight)
@@ -190,7 +190,7 @@ class ProduceSteps(Ringing):
         def answered() -> bool:
             if not paused or time.monotonic() >= deadline:
                 return True  # no paused follower: nothing can apply a parked answer later
-            target_pid = self.cluster.host_pid(who) if who is not None else None
+            target_pid = self.cluster.host_pid(who)
             if target_pid is None:
                 return False
             for n in paused:

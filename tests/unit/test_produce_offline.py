@@ -4,7 +4,9 @@
 paused follower's Fetch is parked there (a record would complete it behind the script). With
 no leader (the controller's view names none) no broker takes the record, so nothing can be
 completed; the wait then used to run the timer's 2 s out for nothing (kip279 on
-3.3.1-kraft). With a leader, the fence is still waited for.
+3.3.1-kraft). With a leader, the fence is still waited for, at the leader the step read:
+the step reads the controller's view once (a leader elected between a fence that saw none
+and a send that saw one went unfenced).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pytest
 from harness.generator.playbook import produce
 
 
-def steps(leader: int) -> produce.ProduceSteps:
+def steps(*leaders: int) -> produce.ProduceSteps:
+    """Steps whose controller view names ``leaders`` at successive reads (the last after)."""
     p = produce.ProduceSteps.__new__(produce.ProduceSteps)
     p.__dict__.update(
         {
@@ -34,9 +37,23 @@ def steps(leader: int) -> produce.ProduceSteps:
             ),
         }
     )
-    p.view = lambda: SimpleNamespace(leader=leader)  # type: ignore[method-assign]
+    reads = list(leaders)
+    p.view = lambda: SimpleNamespace(  # type: ignore[method-assign]
+        leader=reads.pop(0) if len(reads) > 1 else reads[0]
+    )
     p._ring = lambda *a: None  # type: ignore[method-assign]
+    for stub in ("_wake_leader", "_fresh_producer", "_uncut"):
+        setattr(p, stub, lambda *a: None)
+    p.client_cut_from_stale = lambda: ([], "")  # type: ignore[method-assign]
+    p._produce_offline = lambda ev, note: "offline"  # type: ignore[method-assign]
+    p._produce_to_leader = lambda ev, note: "to the leader"  # type: ignore[method-assign]
+    p.producer = SimpleNamespace(leader_id=lambda: 1)
+    p.timeout = 1.0
+    p._seen = lambda *a: None  # type: ignore[method-assign]
     return p
+
+
+EV = SimpleNamespace(replica=-1, record="m1")
 
 
 @pytest.fixture
@@ -51,10 +68,23 @@ def waits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_offline_waits_for_nothing(waits: list[str]) -> None:
-    steps(leader=-1)._parked_fetches_answered()
+    assert steps(-1).do_produce(0, EV, "") == "offline"  # type: ignore[arg-type]
     assert waits == []
 
 
 def test_with_a_leader_the_fence_is_waited_for(waits: list[str]) -> None:
-    steps(leader=1)._parked_fetches_answered()
-    assert waits == ["parked fetches to expire"]
+    assert steps(1).do_produce(0, EV, "") == "to the leader"  # type: ignore[arg-type]
+    assert "parked fetches to expire" in waits
+
+
+def test_a_leader_elected_after_the_read_is_not_sent_to_unfenced(waits: list[str]) -> None:
+    """Offline at the step's read, a leader at the next: the offline produce, no fence."""
+    assert steps(-1, 1).do_produce(0, EV, "") == "offline"  # type: ignore[arg-type]
+    assert "parked fetches to expire" not in waits
+
+
+def test_the_fence_is_at_the_leader_read_once(waits: list[str]) -> None:
+    """A leader at the step's read, offline after: still fenced (at the leader read)."""
+    p = steps(1, -1)
+    assert p.do_produce(0, EV, "") == "to the leader"  # type: ignore[arg-type]
+    assert "parked fetches to expire" in waits

@@ -46,16 +46,24 @@ class ProduceSteps(Ringing):
         try:
             # The producer's bootstrap and Metadata round run while the paused followers'
             # parked Fetches wait out their timer: neither writes anything to the leader.
-            self._producer_knows_leader()
-            self._parked_fetches_answered()
+            # One read of the controller's view decides the step: a leader elected between
+            # two reads skipped the parked-Fetch fence for it (the fence saw none, the
+            # send saw one).
+            lead_id = self.view().leader
+            if lead_id < 0:
+                # Offline: no broker takes the record, so it completes no Fetch parked
+                # anywhere; nothing to wait for (the timer's 2 s, kip279-fast-leader-change
+                # on 3.3.1-kraft, step 11). A leader elected meanwhile is named in the notes.
+                return self._produce_offline(ev, note)
+            self._producer_knows_leader(lead_id)
+            self._parked_fetches_answered(self.by_id.get(lead_id))
             return self._produce_to_leader(ev, note)
         finally:
             self._uncut(stale)
 
-    def _producer_knows_leader(self) -> None:
+    def _producer_knows_leader(self, lead_id: int) -> None:
         """Fence: the producer's own Metadata answer names the leader the controller named."""
-        lead_id = self.view().leader
-        if lead_id >= 0 and self.by_id.get(lead_id) not in self.down:
+        if self.by_id.get(lead_id) not in self.down:
             wait_until(
                 lambda: self.producer.leader_id() == lead_id,
                 "the producer's metadata to name the current leader",
@@ -125,9 +133,9 @@ class ProduceSteps(Ringing):
             out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
         return out
 
-    def _parked_fetches_answered(self, target: str | None = None) -> None:
+    def _parked_fetches_answered(self, target: str | None) -> None:
         """Wait until no paused follower's Fetch is parked at the broker that takes the
-        record (``target``, else the leader).
+        record (``target``: the leader the step read, or ``produce: {to: X}``'s X).
 
         A follower paused just after sending its next Fetch leaves that request parked in the
         leader's fetch purgatory; a record produced before it expires completes it, and the
@@ -157,13 +165,9 @@ class ProduceSteps(Ringing):
                 "replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS
             )
         )
-        who = target or self.leader()
+        who = target
         if who is None:
-            # No leader (the controller's view: offline). No broker takes the record, so it
-            # completes no Fetch parked anywhere; the offline produce says so if a leader is
-            # elected during the step. Waiting here was the timer's 2 s for nothing
-            # (kip279-fast-leader-change on 3.3.1-kraft, step 11).
-            return
+            return  # an id the cluster does not name: no broker of ours takes the record
         start = self._paused_at
         probed = self._answered_after_pause.get(who)
         if probed is None:

@@ -110,10 +110,14 @@ def without_other_topics(text: str, topic: str, family: str, partition: int = 0)
     A reused cluster (harness.generator.warm) plays each run on a new topic and deletes the
     last one; its brokers still load and remove the renamed ``-delete`` dirs of an earlier
     run's partition while the next one plays (after a restart, say), and a fence counting
-    lines such as ``Truncating`` must not count theirs. Lines naming no such partition stay.
+    lines such as ``Truncating`` must not count theirs, nor those of an earlier run's
+    doorbell (``hwchaos-bell``, ``hwchaos-1-bell``: harness.generator.playbook.bell), or of
+    this run's. Lines naming no such partition stay.
     """
     mine = f"{topic}-{partition}"
-    named = re.compile(rf"(?<![\w.-]){re.escape(family)}(?:-\d+)?-{partition}(?![\w/])")
+    named = re.compile(
+        rf"(?<![\w.-]){re.escape(family)}(?:-\d+)?(?:-bell)?-{partition}(?![\w/])"
+    )
     return "\n".join(
         line
         for line in text.splitlines()

@@ -25,7 +25,7 @@ from harness.checker.realised import realised_run
 from harness.db.catalogue.kafka_config import FETCH_WAIT_MAX_MS
 from harness.db.names import PARTITION, TOPIC
 from harness.generator.playbook.dispatch import plays
-from harness.generator.playbook.fences import FenceTimeout, HoldsFor, wait_until
+from harness.generator.playbook.fences import FenceTimeout, wait_until
 from harness.generator.playbook.ring import Ringing
 from harness.nemesis import faults as nemesis
 from harness.protocol.wire import WireError, partition_view
@@ -59,9 +59,9 @@ RECORD_GRACE = 2.0
 the follower's next Fetch (:meth:`FetchSteps._next_fetch_recorded`); it normally takes ms."""
 
 
-DIVERGENT_HOLDS = 0.1
-"""Seconds a truncated follower's log must stay divergent at the leader's length before its
-fetch round counts as done (what two polls 100 ms apart gave before fences polled faster)."""
+def _from(log: list[tuple[int, int, str]], offset: int) -> list[str]:
+    """The records of ``log`` ((offset, epoch, record), offset order) at ``offset`` and on."""
+    return [r for o, _, r in log if o >= offset]
 
 
 ROUND_POLL = 0.02
@@ -101,7 +101,6 @@ class FetchSteps(Ringing):
         refused = self._leader_unaware(name)
         if refused:
             return refused
-        before = self._truncations(name)
         cuts0 = len(self._truncated_to(name))
         leo0 = self.leo(name)
         lead_mark = self._log_mark(self.leader())
@@ -109,7 +108,7 @@ class FetchSteps(Ringing):
         round_done: float | None = None
         note = ""
         try:
-            self._caught_up(name, before, k)
+            self._caught_up(name, cuts0, k)
             round_done = time.monotonic()
             note = self._isr_joined(k, name)
             # No records: the LEO is not above where the log stood at its lowest in this
@@ -410,32 +409,35 @@ class FetchSteps(Ringing):
             return text  # a fresh cluster, or a reused one's first run: no earlier topic
         return without_other_topics(text, self.cluster.topic, TOPIC, PARTITION)
 
-    def _caught_up(self, name: str, truncations_before: int, k: int) -> None:
+    def _caught_up(self, name: str, cuts_before: int, k: int) -> None:
         """Fence of a fetch step: the follower finished at least one full fetch round.
 
         Equal LEOs alone are not enough from 0.11 on: a follower that still has to truncate
         (OffsetsForLeaderEpoch) can have the leader's LEO with other records. So: equal
-        LEOs, and either identical logs, or a truncation decision logged since the resume
-        (the divergent outcomes KIP-279 fixed), or a pre-0.11 version, which truncates only
-        while processing LeaderAndIsr, before its fetcher starts.
+        LEOs, and either identical logs, or a pre-0.11 version, which truncates only while
+        processing LeaderAndIsr, before its fetcher starts, or a truncation logged since the
+        resume whose work is seen done: from the lowest offset it cut to, the follower's
+        records are the leader's (the divergent outcomes KIP-279 fixed lie below that cut).
+
+        Why the cut and not a time: Kafka logs "Truncating to offset T" before it cuts the
+        log, and this fence once accepted a divergent log that stayed so for 0.1 s after the
+        line. At load ~36 (CI, 7 Dec 2026) 2.1.1's A logged its truncation to 1 and had not
+        cut m2 0.1 s later: kip101-scenario2 on a reused cluster ended with A [m1, m2]
+        while A went on to hold [m1, m3].
         """
         self._settled(name)
         lead = self.leader()
         if lead is None or lead in self.down or lead == name:
             return
 
-        divergent = HoldsFor(DIVERGENT_HOLDS)
-
         def done() -> bool:
-            # The truncation count is read before the logs, and a divergent-but-equal-length
-            # outcome must hold for DIVERGENT_HOLDS seconds: Kafka logs "Truncating ..."
-            # before it cuts the log and fetches on, so one read can fall between the two.
             if self.gone(name):
                 return True  # it exited (a halt): the step records it, nothing to wait for
-            truncated = self._truncations(name) > truncations_before
+            # The truncations are read before the logs: a cut logged after this read is
+            # judged at the next poll.
+            cuts = self._truncated_to(name)[cuts_before:]
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
-                divergent(False)
                 return False
             if [r for _, _, r in mine] == [r for _, _, r in theirs]:
                 return True
@@ -446,7 +448,7 @@ class FetchSteps(Ringing):
                 # epoch without what it had, e.g. after an unnoticed restart): the leader's
                 # end offset for that epoch is the follower's LEO, so no truncation comes.
                 return True
-            return divergent(truncated)
+            return bool(cuts) and _from(mine, min(cuts)) == _from(theirs, min(cuts))
 
         wait_until(
             done,

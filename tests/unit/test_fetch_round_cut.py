@@ -1,9 +1,9 @@
 """The fetch step's fence accepts a truncated follower's round only once the cut is seen done.
 
 Kafka logs "Truncating to offset T" before it cuts the log. The fence once took a follower
-whose log stayed divergent at the leader's length for 0.1 s after such a line as done; at
-load ~36 (CI, 7 Dec 2026) 2.1.1's A logged its truncation to 1 and was paused before the
-cut, and kip101-scenario2 on a reused cluster ended with A [m1, m2] beside B [m1, m3]. Now
+whose log stayed divergent at the leader's length for 0.1 s after such a line as done,
+which lets a follower paused between the line and the cut through (at load ~36, CI of 7 Dec
+2026, kip101-scenario2 on a reused 2.1.1 cluster ended with A [m1, m2] beside B [m1, m3]). Now
 the follower's records from the lowest offset cut to must be the leader's, however long
 the line and the cut lie apart.
 """

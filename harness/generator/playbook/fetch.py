@@ -421,9 +421,10 @@ class FetchSteps(Ringing):
 
         Why the cut and not a time: Kafka logs "Truncating to offset T" before it cuts the
         log, and this fence once accepted a divergent log that stayed so for 0.1 s after the
-        line. At load ~36 (CI, 7 Dec 2026) 2.1.1's A logged its truncation to 1 and had not
-        cut m2 0.1 s later: kip101-scenario2 on a reused cluster ended with A [m1, m2]
-        while A went on to hold [m1, m3].
+        line. At load ~36 (CI, 7 Dec 2026) kip101-scenario2 on a reused 2.1.1 cluster ended
+        with A [m1, m2] beside B [m1, m3] (a fresh run: both [m1, m3]); the run folder went
+        with the CI machine, and a follower paused between its truncation line and its cut
+        is what that 0.1 s let through.
         """
         self._settled(name)
         lead = self.leader()

@@ -121,7 +121,10 @@ def test_counts_do_not_drop_when_server_log_rolls(
     (a drop would make "truncated since the resume" true or false at random)."""
     logs = tmp_path / "B" / "logs"
     logs.mkdir(parents=True)
-    line = "[2026-11-26 18:59:58,001] INFO [ReplicaFetcher] Truncating partition hwchaos-0\n"
+    line = (
+        "[2026-11-26 18:59:58,001] INFO [ReplicaFetcher] Truncating partition hwchaos-0"
+        " to local high watermark 2\n"
+    )
     (logs / "server.log").write_text(line * 2)
     fence = SimpleNamespace(
         cluster=SimpleNamespace(
@@ -130,12 +133,12 @@ def test_counts_do_not_drop_when_server_log_rolls(
         bell=None,
     )
     fence._server_log = lambda n: FetchSteps._server_log(fence, n)  # type: ignore[arg-type]
-    assert FetchSteps._truncations(fence, "B") == 2  # type: ignore[arg-type]
+    assert len(FetchSteps._truncated_to(fence, "B")) == 2  # type: ignore[arg-type]
     rotate(logs, "server.log", rotated_name(tree, "server.log"))
-    assert FetchSteps._truncations(fence, "B") == 2  # type: ignore[arg-type]
+    assert len(FetchSteps._truncated_to(fence, "B")) == 2  # type: ignore[arg-type]
     with (logs / "server.log").open("a") as fh:
         fh.write(line)
-    assert FetchSteps._truncations(fence, "B") == 3  # type: ignore[arg-type]
+    assert len(FetchSteps._truncated_to(fence, "B")) == 3  # type: ignore[arg-type]
 
 
 def test_4_0_state_change_typo_and_order(tmp_path: Path) -> None:

@@ -389,10 +389,6 @@ class FetchSteps(Ringing):
             return "no OffsetsForLeaderEpoch before 0.11"
         return self.do_fetch(k, ev, name)
 
-    def _truncations(self, name: str) -> int:
-        """How many truncation decisions ("Truncating ...") the broker has logged."""
-        return self._server_log(name).count("Truncating")
-
     def _truncated_to(self, name: str) -> list[int]:
         """The offsets the broker's logged truncations cut its log to, oldest first."""
         text = self._server_log(name)

@@ -87,18 +87,3 @@ def test_a_fetch_steps_fence_polls_at_most_every_20_ms(monkeypatch: pytest.Monke
     calls = iter([False] * 5 + [True])
     assert wait_until(lambda: next(calls), "a round", 5.0, poll_max=ROUND_POLL) is True
     assert naps == pytest.approx([0.01, 0.02, 0.02, 0.02, 0.02])
-
-
-def test_holds_for_counts_wall_time_not_polls() -> None:
-    """fences.HoldsFor: a condition counts once it held for its seconds; polls 10 ms apart
-    do not make 0.1 s, and a False in between starts over."""
-    from harness.generator.playbook.fences import HoldsFor
-
-    now = [0.0]
-    h = HoldsFor(0.1, clock=lambda: now[0])
-    seen = []
-    for t, cond in [(0.0, True), (0.01, True), (0.03, True), (0.05, False), (0.07, True),
-                    (0.12, True), (0.17, True)]:  # fmt: skip
-        now[0] = t
-        seen.append(h(cond))
-    assert seen == [False, False, False, False, False, False, True]

@@ -19,7 +19,7 @@ from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_
 from harness import timing
 from harness.db import FenceTimeout, StepPrevented
 
-__all__ = ["FenceTimeout", "HoldsFor", "Observation", "StepPrevented", "wait_until"]
+__all__ = ["FenceTimeout", "Observation", "StepPrevented", "wait_until"]
 
 POLL_FIRST = 0.01
 POLL_MAX = 0.1
@@ -96,27 +96,3 @@ def wait_until(
         raise FenceTimeout(msg) from None
     timing.fence(what, time.perf_counter() - t0)
     return value
-
-
-class HoldsFor:
-    """A condition a fence accepts only once it has held for ``seconds`` of wall time.
-
-    For outcomes a broker passes through on its way elsewhere (a follower that logged its
-    truncation but has not cut its log yet): counted in time, not in polls, because
-    :func:`wait_until` polls every 10 ms at first. Call it once per poll with the
-    condition's value; a False resets it.
-    """
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
-        self.clock = clock
-        self.since: float | None = None
-
-    def __call__(self, holds: bool) -> bool:
-        if not holds:
-            self.since = None
-            return False
-        now = self.clock()
-        if self.since is None:
-            self.since = now
-        return now - self.since >= self.seconds

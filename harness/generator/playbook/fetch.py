@@ -430,9 +430,6 @@ class FetchSteps(Ringing):
         def done() -> bool:
             if self.gone(name):
                 return True  # it exited (a halt): the step records it, nothing to wait for
-            # The truncations are read before the logs: a cut logged after this read is
-            # judged at the next poll.
-            cuts = self._truncated_to(name)[cuts_before:]
             mine, theirs = self.log(name), self.log(lead)
             if len(mine) != len(theirs):
                 return False
@@ -445,6 +442,9 @@ class FetchSteps(Ringing):
                 # epoch without what it had, e.g. after an unnoticed restart): the leader's
                 # end offset for that epoch is the follower's LEO, so no truncation comes.
                 return True
+            # server.log is read only here, after the logs: a cut logged since can only
+            # lower the lowest cut, so the logs read before are judged at least as strictly.
+            cuts = self._truncated_to(name)[cuts_before:]
             return bool(cuts) and _from(mine, min(cuts)) == _from(theirs, min(cuts))
 
         wait_until(

@@ -133,9 +133,9 @@ class ProduceSteps(Ringing):
             out.append(f"{record}: {d.status}{' ' + d.error if d.error else ''}")
         return out
 
-    def _parked_fetches_answered(self, target: str | None) -> None:
+    def _parked_fetches_answered(self, who: str | None) -> None:
         """Wait until no paused follower's Fetch is parked at the broker that takes the
-        record (``target``: the leader the step read, or ``produce: {to: X}``'s X).
+        record (``who``: the leader the step read, or ``produce: {to: X}``'s X).
 
         A follower paused just after sending its next Fetch leaves that request parked in the
         leader's fetch purgatory; a record produced before it expires completes it, and the
@@ -165,7 +165,6 @@ class ProduceSteps(Ringing):
                 "replica.fetch.wait.max.ms", FETCH_WAIT_MAX_MS
             )
         )
-        who = target
         if who is None:
             return  # an id the cluster does not name: no broker of ours takes the record
         start = self._paused_at

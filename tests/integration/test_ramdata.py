@@ -67,7 +67,9 @@ def test_data_of_a_dead_harness_are_reaped_and_a_live_ones_kept(tmp_path: Path) 
     live = ramdata.RamData(tmp_path / "c")
     dead.mkdir()
     try:
-        assert ramdata.reap_orphans() >= 1
+        # Every local cluster start reaps too (parallel test workers start them), and may
+        # take the dead one first: what must hold is that it is gone and the live one kept.
+        ramdata.reap_orphans()
         assert not dead.exists()
         assert live.root.is_dir() and owner_id() in live.root.name
     finally:

@@ -203,6 +203,21 @@ def cell_key(c: Cell, backend: str) -> str | None:
     return warm_key(c.scenario, prediction, resolve_version(c.target).name, backend, 1)
 
 
+def _prestart_after(
+    warm: WarmClusters, pending: list[Cell], keys: list[str | None], n: int, backend: str
+) -> None:
+    """Cell ``n`` is about to play: if the next broker cell will need a fresh cluster (its
+    configuration is not cell ``n``'s), have it started in the background meanwhile
+    (harness.generator.warm)."""
+    from harness.generator.runner import prestart_next
+
+    nxt = next((k for k in range(n + 1, len(pending)) if not pending[k].model_only), None)
+    if nxt is None or (keys[nxt] is not None and keys[nxt] == keys[n]):
+        return
+    c = pending[nxt]
+    prestart_next(warm, c.scenario, resolve_version(c.target), backend, c.cell_id)
+
+
 def job_batches(ordered: list[Cell], backend: str, jobs: int) -> list[list[Cell]]:
     """``matrix --jobs N`` with warm clusters: the broker cells (in :func:`reuse_order`) cut
     into batches, each played by one child on one warm cluster of its own.
@@ -375,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
 
                 if warm is not None and keys[n] not in keys[n + 1 :]:
                     warm.last_run()  # no later cell has this configuration: close, no reset
+                if warm is not None:
+                    _prestart_after(warm, pending, keys, n, args.backend)
 
                 ok = run_on_brokers(
                     cell.scenario,

@@ -30,7 +30,7 @@ from harness.generator.warm import Reuse, WarmClusters, warm_key
 from harness.nemesis import failover
 from harness.readback.checkpoints import read_leader_epoch_checkpoint
 from reference_model.events import Event
-from reference_model.run import RunResult
+from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario
 
 
@@ -63,6 +63,60 @@ def make_cluster(
         cluster: Cluster = DockerCluster(version, names, workdir, run_id, controllers=controllers)
         return cluster
     raise ValueError(f"unknown backend {backend!r} (local, docker)")
+
+
+def cluster_builder(
+    scenario: Scenario,
+    version: KafkaVersion,
+    prediction: RunResult,
+    backend: str,
+    run_id: str,
+    progress: Callable[[str], None],
+    controllers: int = 1,
+) -> Callable[[Path], Cluster]:
+    """How this run's cluster is made (not started) in a given work dir: the broker names,
+    the quorum, the run network and the per-broker settings its steps need, a spare
+    controller broker if a step fails the controller over. The runner's, and the warm
+    pool's for a cluster it starts ahead of its run (:func:`prestart_next`)."""
+    want = needs(scenario, prediction)
+
+    def build(where: Path) -> Cluster:
+        made = make_cluster(
+            version,
+            backend,
+            list(scenario.brokers),
+            where,
+            run_id,
+            controllers=controllers,
+            network=want.network,
+        )
+        failover.prepare(made, prediction)  # a spare controller broker if a step needs one
+        for line in configure(made, want):
+            progress(f"network steps: {line}")
+        return made
+
+    return build
+
+
+def prestart_next(
+    warm: WarmClusters,
+    scenario: Scenario,
+    version: KafkaVersion,
+    backend: str,
+    run_id: str,
+    controllers: int = 1,
+) -> None:
+    """Tell ``warm`` which run comes after the one about to play, so a fresh cluster it
+    will need starts in the background meanwhile (:meth:`WarmClusters.prestart`; nothing
+    when a kept cluster serves it). ``matrix`` and the benchmark call it; they know the
+    order of their runs."""
+    prediction = run_scenario(scenario, version.generation)
+    key = warm_key(scenario, prediction, version.name, backend, controllers)
+    lines: list[str] = []
+    build = cluster_builder(
+        scenario, version, prediction, backend, run_id, lines.append, controllers
+    )
+    warm.prestart(key, build, run_id)
 
 
 def play(
@@ -99,21 +153,7 @@ def play(
     cpu0 = timing.cpu_seconds()
     timings = timing.Timings()
     want = needs(scenario, prediction)
-
-    def build(where: Path) -> Cluster:
-        made = make_cluster(
-            version,
-            backend,
-            list(scenario.brokers),
-            where,
-            run_id,
-            controllers=controllers,
-            network=want.network,
-        )
-        failover.prepare(made, prediction)  # a spare controller broker if a step needs one
-        for line in configure(made, want):
-            progress(f"network steps: {line}")
-        return made
+    build = cluster_builder(scenario, version, prediction, backend, run_id, progress, controllers)
 
     if warm is None:
         cluster, reuse = build(workdir), Reuse(False, TOPIC, why_fresh="fresh clusters asked for")
@@ -140,11 +180,18 @@ def play(
                 + (f" ({reuse.why_fresh})" if warm is not None else "")
             )
             with timing.phase("cluster_start"):
-                cluster.start()
+                if reuse.prestarted and warm is not None:
+                    # started in the background while the run before played: what is left
+                    # of the start is this run's; the start's own phase is kept beside it
+                    timings.phases[:0] = warm.ready(cluster, reuse).phases
+                else:
+                    cluster.start()
             for why in cluster.failed_starts:  # set-up, not judged: said, and kept aside
                 progress(f"a first start failed and was retried on fresh ports: {why}")
         record.timings["cluster_up"] = round(time.perf_counter() - t0, 3)
         progress(f"cluster up in {record.timings['cluster_up']:.1f}s")
+        if warm is not None:
+            warm.kick(run_id)  # the next run's fresh cluster, if asked for, starts now
         missing = network_unavailable(cluster, want)
         if missing is not None:
             raise BrokerUnavailable(missing)

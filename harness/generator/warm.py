@@ -25,6 +25,15 @@ cluster is refused in one line; the run then starts a fresh one and says why in
 
 Each run on a reused cluster plays on its own topic (``hwchaos-<n>``; a fresh cluster's
 first run keeps ``hwchaos``), set as :attr:`Cluster.topic` before the playbook starts.
+
+A run that needs a fresh cluster can have it started in the background while the run
+before it plays (:meth:`WarmClusters.prestart`, asked for by ``matrix`` and the benchmark,
+which know the next run): the start begins once the playing run's own cluster is up
+(:meth:`WarmClusters.kick`), on a helper thread that lives as long as the pool (a JVM's
+PDEATHSIG is tied to the thread that forked it: :mod:`harness.db.runtime.process`). The
+cluster is a fresh one, started as any other; the run that takes it waits only for what
+is left of its start, and ``run.json`` says so (``extra.cluster.prestarted``: how long the
+start took, after which run, how long this run waited for it).
 """
 
 from __future__ import annotations
@@ -37,13 +46,16 @@ import re
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness import timing
 from harness.db import Cluster, ClusterError
 from harness.db.names import TOPIC, bell_topic
 from harness.generator.playbook.halts import dying_line
@@ -82,6 +94,10 @@ class Reuse:
     # what was put back before this run: the reset of the run before, made when this run
     # took the cluster (WarmClusters.acquire)
     reset_before: list[str] = field(default_factory=list)
+    # a fresh cluster started in the background while the run before played
+    # (WarmClusters.prestart): {"after": run id, "start_seconds": its start's wall time,
+    # "waited_seconds": how long this run waited for what was left of it}; {} otherwise
+    prestarted: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -425,6 +441,47 @@ def reap_stale(root: Path) -> int:
 
 
 @dataclass
+class _Pre:
+    """A fresh cluster asked for ahead of its run (:meth:`WarmClusters.prestart`)."""
+
+    key: str | None
+    run_id: str
+    build: Callable[[Path], Cluster]
+    after: str = ""  # the run that played while it started
+    cluster: Cluster | None = None
+    future: Future[timing.Timings] | None = None
+
+
+def _discard(pre: _Pre) -> None:
+    """Stop a background start nobody takes (killing its JVMs ends the start at once)."""
+    if pre.cluster is not None:
+        with contextlib.suppress(Exception):
+            pre.cluster.close()
+
+
+BACKGROUND_NICE = 10
+"""The nice value of a cluster started in the background, while it starts (root only: a
+lower one cannot be set back without it). Its start's CPU (4-5 JVMs loading classes, 4-6
+CPU seconds) then goes to the playing run's JVMs and harness first: started at the same
+priority it slowed that run's steps by up to 4 s (power-loss-all-replicas on 4.0.0, 7 Dec
+2026). :meth:`WarmClusters.ready` sets the JVMs back to the harness's own value."""
+
+
+def _start_in_background(cluster: Cluster) -> timing.Timings:
+    """The helper thread's job: start ``cluster``, its fences recorded apart from the run
+    playing meanwhile (a thread starts with no current :class:`timing.Timings`). Linux keeps
+    a nice value per thread and a forked child inherits its thread's, so lowering this
+    helper thread's priority lowers the JVMs it launches, not the harness."""
+    if os.geteuid() == 0:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    timings = timing.Timings()
+    with timing.recording(timings), timing.phase("cluster_start (background)"):
+        cluster.start()
+    return timings
+
+
+@dataclass
 class _Warm:
     key: str
     cluster: Cluster
@@ -451,7 +508,98 @@ class WarmClusters:
         self._made = 0
         self._last = False  # the next run released is the last one on its cluster
         self.reused = 0  # runs played on a reused cluster (benchmarks, tests)
+        self.prestarted = 0  # runs played on a cluster started in the background
+        self._pre: _Pre | None = None  # started in the background, not yet taken
+        self._asked: _Pre | None = None  # to start when the playing run's cluster is up
+        self._taken: dict[int, _Pre] = {}  # handed to a run, not yet waited for (ready)
+        self._helper: ThreadPoolExecutor | None = None
         atexit.register(self.close)
+
+    def prestart(self, key: str | None, build: Callable[[Path], Cluster], run_id: str) -> None:
+        """Ask for the cluster of the *next* run (``run_id``, configuration ``key``) to be
+        started in the background once the run about to play has its own cluster up
+        (:meth:`kick`). The caller asks only when the next run will not take the playing
+        run's cluster; nothing is asked when a kept cluster already has ``key``. One start
+        at a time: on two cores a second would only compete with the runs."""
+        if key is not None and key in self._warm:
+            self._asked = None
+            return
+        self._asked = _Pre(key, run_id, build)
+
+    def kick(self, playing: str) -> None:
+        """The run ``playing`` has its cluster up: a background start it did not take is
+        stopped (it reused a cluster after all), and the one asked for next begins."""
+        if self._pre is not None and (self._pre.run_id == playing or self._asked is not None):
+            # a start this run did not take, or one older than the start asked for now;
+            # kept otherwise (a run played again starts no new one: harness.trial)
+            _discard(self._pre)
+            self._pre = None
+        pre, self._asked = self._asked, None
+        if pre is None or pre.run_id == playing:
+            return
+        from harness.db.runtime import netns, reaper
+
+        # the exit hooks from this (main) thread, before any process or namespace of the
+        # new cluster exists; the cluster object built here too, only its start elsewhere
+        netns.install_exit_hooks()
+        reaper.install_exit_hooks()
+        try:
+            pre.cluster = pre.build(self.workdir())
+        except Exception:
+            return  # its run builds its own, and says why if it cannot
+        pre.after = playing
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="hwchaos-prestart")
+        pre.future = self._helper.submit(_start_in_background, pre.cluster)
+        self._pre = pre
+
+    @property
+    def starting(self) -> Cluster | None:
+        """The cluster being started (or started) in the background for a later run and not
+        yet taken; None when there is none. For the tests and the progress output."""
+        return self._pre.cluster if self._pre is not None else None
+
+    def _take_prestarted(self, key: str | None, run_id: str) -> _Pre | None:
+        """The background start asked for this run, if one began (None otherwise)."""
+        pre = self._pre
+        if pre is None or pre.future is None:
+            return None
+        if (pre.run_id != run_id) if key is None else (pre.key != key):
+            return None
+        self._pre = None
+        return pre
+
+    def ready(self, cluster: Cluster, reuse: Reuse) -> timing.Timings:
+        """Wait for what is left of a background start (``reuse.prestarted``); raises its
+        error. Returns the start's own timings (the run adds them to its record)."""
+        pre = self._taken.pop(id(cluster))
+        assert pre.future is not None
+        t0 = time.perf_counter()
+        try:
+            timings = pre.future.result()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                cluster.close()
+            self._forget(cluster)
+            raise
+        waited = time.perf_counter() - t0
+        if os.geteuid() == 0:
+            from harness.db.runtime.process import renice
+
+            mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+            for name in cluster.nodes:
+                pid = cluster.host_pid(name)
+                if pid is not None:
+                    renice(pid, mine)
+        reuse.prestarted["waited_seconds"] = round(waited, 3)
+        reuse.prestarted["start_seconds"] = round(timings.seconds("cluster_start (background)"), 3)
+        self.prestarted += 1
+        return timings
+
+    def _forget(self, cluster: Cluster) -> None:
+        for key, warm in list(self._warm.items()):
+            if warm.cluster is cluster:
+                self._warm.pop(key)
 
     def workdir(self) -> Path:
         """A new cluster's work dir, outside every run folder (it outlives the run)."""
@@ -465,13 +613,15 @@ class WarmClusters:
     ) -> tuple[Cluster, Reuse]:
         """The cluster for a run of configuration ``key``: a clean warm one, or a new one
         (not started) built by ``build`` in a work dir of this pool."""
+        pre = self._take_prestarted(key, run_id)
         if key is None:
-            return build(self.workdir()), Reuse(
-                False,
-                TOPIC,
-                why_fresh="the run needs a fresh cluster (a spare controller broker, an "
-                "unnoticed restart, or a version in warm.NOT_REUSED)",
+            why = (
+                "the run needs a fresh cluster (a spare controller broker, an "
+                "unnoticed restart, or a version in warm.NOT_REUSED)"
             )
+            if pre is not None and pre.cluster is not None:
+                return self._prestarted(pre, pre.cluster, why)
+            return build(self.workdir()), Reuse(False, TOPIC, why_fresh=why)
         warm = self._warm.pop(key, None)
         why = "first run of this configuration"
         if warm is not None:
@@ -496,15 +646,31 @@ class WarmClusters:
                 warm.topics.append(topic)
                 self._warm[key] = warm
                 self.reused += 1
+                if pre is not None and pre.cluster is not None:
+                    _discard(pre)  # asked for in vain: the warm cluster was clean after all
                 return warm.cluster, reuse
             why = f"refused a dirty warm cluster: {why}"
             warm.cluster.close()
         for other in list(self._warm)[: max(0, len(self._warm) - self.keep + 1)]:
             self._warm.pop(other).cluster.close()
-        cluster = build(self.workdir())
+        cluster = pre.cluster if pre is not None and pre.cluster is not None else None
+        if cluster is None:
+            cluster = build(self.workdir())
         cluster.topic = TOPIC
         self._warm[key] = _Warm(key, cluster, [run_id], [TOPIC])
+        if pre is not None and pre.cluster is not None:
+            return self._prestarted(pre, cluster, why)
         return cluster, Reuse(False, TOPIC, why_fresh=why)
+
+    def _prestarted(self, pre: _Pre, cluster: Cluster, why: str) -> tuple[Cluster, Reuse]:
+        """A fresh cluster whose start began in the background (:meth:`ready` waits)."""
+        self._taken[id(cluster)] = pre
+        return cluster, Reuse(
+            False,
+            TOPIC,
+            why_fresh=f"{why}; started in the background while {pre.after} played",
+            prestarted={"after": pre.after},
+        )
 
     def last_run(self) -> None:
         """Say that the next run is the last on its cluster (the caller knows: the last
@@ -529,7 +695,19 @@ class WarmClusters:
         reuse.reset = ["deferred: made when the next run of this configuration takes it"]
 
     def close(self) -> None:
-        """Stop every kept cluster and remove the work dirs; idempotent."""
+        """Stop every kept cluster and remove the work dirs; idempotent.
+
+        A background start still under way is stopped too: its JVMs are killed from here,
+        so the start ends at once (its node exited) instead of waiting out its bound."""
+        pending = [p for p in (self._pre, *self._taken.values()) if p is not None]
+        self._pre, self._asked, self._taken = None, None, {}
+        for pre in pending:
+            _discard(pre)
+        if self._helper is not None:
+            self._helper.shutdown(wait=True)
+            self._helper = None
+        for pre in pending:
+            _discard(pre)  # once more: a start that ended after the first close
         while self._warm:
             _key, warm = self._warm.popitem()
             warm.cluster.close()

@@ -112,3 +112,47 @@ def test_sigkilled_harness_mid_run_leaves_no_jvm_after_one_second() -> None:
     assert summary["killed"] == 3 and summary["jvms_at_kill_min"] >= 3  # ZK, controller, A, B
     assert summary["killed_alive_after_1s"] == 0
     assert summary["kill_to_no_jvm_max_s"] <= 1.0
+
+
+def _nice_of_threads(pid: int) -> list[int]:
+    """The nice value of every thread of ``pid`` (field 19 of /proc/<pid>/task/<tid>/stat)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out.append(int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]))
+    return out
+
+
+def test_renice_reaches_every_thread_and_the_children(tmp_path: Path) -> None:
+    """A process with a second thread and a child: renice sets all three, where the pid
+    alone would move only the main thread (Linux keeps a nice value per thread)."""
+    from harness.db.runtime.process import renice
+
+    script = textwrap.dedent(
+        """
+        import subprocess, sys, threading, time
+        child = subprocess.Popen(["sleep", "60"])
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        print(child.pid, flush=True)
+        sys.stdin.read()
+        child.kill()
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        child = int(proc.stdout.readline())
+        assert len(_nice_of_threads(proc.pid)) >= 2
+        set_ = renice(proc.pid, 7)
+        assert set_ >= 3, set_
+        assert set(_nice_of_threads(proc.pid)) == {7}
+        assert _nice_of_threads(child) == [7]
+        if os.geteuid() == 0:  # lowering a nice value needs CAP_SYS_NICE
+            renice(proc.pid, 0)
+            assert set(_nice_of_threads(proc.pid)) == {0}
+            assert _nice_of_threads(child) == [0]
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)

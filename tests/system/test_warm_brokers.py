@@ -276,3 +276,88 @@ def test_the_plugin_reuses_one_cluster_in_a_session_and_stops_it(
     assert sorted(reused.values()) == [["False"], ["True"]], reused
     assert jvms_under(pytester.path) == []
     assert not list((pytester.path / "hwchaos-runs" / "warm-clusters").glob("cluster-*"))
+
+
+# ------------------------------------------------------------------ started in the background
+
+
+def _thread_nices(pid: int) -> set[int]:
+    """Nice values of every thread of ``pid`` (/proc/<pid>/task/*/stat, field 19)."""
+    return {
+        int((t / "stat").read_text().rsplit(")", 1)[1].split()[16])
+        for t in Path(f"/proc/{pid}/task").iterdir()
+    }
+
+
+@pytest.mark.parametrize("version", ["0.10.2.1", "4.0.0"])
+def test_a_cluster_started_in_the_background_is_the_next_runs_and_runs_at_full_priority(
+    version: str, tmp_path: Path
+) -> None:
+    """While acks-all-min-isr2-one-crash plays (brokers A, B, C), the cluster of
+    kip101-scenario2 (A, B: another configuration) starts in the background, at a lower
+    priority when the harness may set it back; kip101-scenario2 then plays on it, says so
+    in ``run.json``, matches the model, and its JVMs run at the harness's priority."""
+    from harness.generator.runner import prestart_next
+
+    require(version)
+    v = resolve_version(version)
+    first, second = (
+        load_scenario(SCENARIO_DIR / f"{n}.yaml")
+        for n in ("acks-all-min-isr2-one-crash", "kip101-scenario2")
+    )
+    seen: dict[str, set[int]] = {}
+
+    def say(m: str) -> None:
+        # the first run's steps: the second cluster is starting or up, at the lower priority
+        starting = pool.starting
+        if m.startswith("step ") and starting is not None and not seen:
+            pids = [starting.host_pid(n) for n in starting.nodes]
+            seen.update(
+                {n: _thread_nices(p) for n, p in zip(starting.nodes, pids, strict=True) if p}
+            )
+
+    with WarmClusters(tmp_path / "warm") as pool:
+        prestart_next(pool, second, v, "local", "second")
+        a = trial(first, v, "local", tmp_path / "first", "first", say, warm=pool)
+        assert a.info.verdict == "match", where_it_differs(a)
+        assert not a.record.cluster.prestarted
+        b = trial(second, v, "local", tmp_path / "second", "second", lambda _m: None, warm=pool)
+        assert b.info.verdict == "match", where_it_differs(b)
+        pre = b.record.cluster.prestarted
+        assert pre.get("after") == "first", b.record.cluster
+        assert pre["start_seconds"] > 0 and pre["waited_seconds"] >= 0, pre
+        assert "started in the background while first played" in b.record.cluster.why_fresh
+        phases = [p["name"] for p in b.info.extra["timings"]["phases"]]
+        assert phases[0] == "cluster_start (background)" and "cluster_start" in phases, phases
+        assert pool.prestarted == 1
+        assert seen, "no step of the first run saw the second cluster starting"
+        if os.geteuid() == 0:
+            assert all(nices == {10} for nices in seen.values()), seen
+        kept = b.record.cluster  # the second cluster is kept for a next run: at full priority
+        assert not kept.reused
+        cluster = next(iter(pool._warm.values())).cluster
+        for name in cluster.nodes:
+            pid = cluster.host_pid(name)
+            assert pid is not None and _thread_nices(pid) == {os.getpriority(os.PRIO_PROCESS, 0)}
+    assert jvms_under(tmp_path) == []
+
+
+def test_closing_the_pool_during_a_background_start_leaves_nothing(tmp_path: Path) -> None:
+    """Ctrl-C while a cluster starts in the background: the pool's close stops it at once
+    (its JVMs killed, the start ends) and no JVM is left."""
+    from harness.generator.runner import prestart_next
+
+    require("4.0.0")
+    v = resolve_version("4.0.0")
+    sc = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
+    pool = WarmClusters(tmp_path / "warm")
+    prestart_next(pool, sc, v, "local", "later")
+    pool.kick("now")
+    cluster = pool.starting
+    assert cluster is not None
+    wait(lambda: any(cluster.host_pid(n) for n in cluster.nodes), "a JVM of the start", 60)
+    t0 = time.monotonic()
+    pool.close()
+    assert time.monotonic() - t0 < 30, "the close waited out the start"
+    assert jvms_under(tmp_path) == []
+    assert not list((tmp_path / "warm").glob("cluster-*"))

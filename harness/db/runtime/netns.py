@@ -244,8 +244,12 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def _install_exit_hooks() -> None:
-    """atexit always; SIGTERM/SIGHUP only where nobody handles them yet (main thread)."""
+def install_exit_hooks() -> None:
+    """atexit always; SIGTERM/SIGHUP only where nobody handles them yet (main thread).
+
+    Public for a caller about to start a cluster on another thread (the warm pool's
+    background start, harness.generator.warm): called first from the main thread, the
+    signal handlers are in place for it too."""
     global _hooks_installed
     with _HOOKS_LOCK:
         if _hooks_installed:
@@ -270,7 +274,7 @@ class RunNetwork:
         reason = network_available()
         if reason is not None:
             raise NetworkError(reason)
-        _install_exit_hooks()
+        install_exit_hooks()
         reap_leftovers()
         self.run_dir = run_dir
         self._closed = False

@@ -189,3 +189,37 @@ def stopped(pid: int) -> bool:
         if state not in ("T", "t", "Z", "X"):
             return False
     return True
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, from ``/proc/<pid>/task/*/children`` (a launcher that
+    exec'd keeps its pid; ``ip netns exec`` or ``nsenter`` may leave one parent)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except (OSError, ValueError):
+                continue
+    return out
+
+
+def renice(pid: int, value: int) -> int:
+    """Set the nice value of every thread of ``pid`` and its descendants; returns how many
+    threads were set. Linux keeps a nice value per thread (``setpriority(2)``, BUGS), so
+    the process id alone would move only the JVM's main thread.
+
+    Why: the warm pool starts a cluster in the background at a lower priority, so the run
+    playing meanwhile keeps the CPU (harness.generator.warm); the run that takes the
+    cluster puts its JVMs back to the harness's own priority first."""
+    n = 0
+    for p in _tree(pid):
+        for task in Path(f"/proc/{p}/task").glob("*"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, int(task.name), value)
+                n += 1
+            except (OSError, ValueError):
+                continue
+    return n

@@ -119,6 +119,12 @@ def register(key: int, close: Callable[[], None]) -> None:
     _install()
 
 
+def install_exit_hooks() -> None:
+    """Install the exit hooks now, from the calling (main) thread: a container started from
+    another thread later (the warm pool's background start) is then covered by them."""
+    _install()
+
+
 def unregister(key: int) -> None:
     with _lock:
         _closers.pop(key, None)

@@ -461,10 +461,19 @@ def _discard(pre: _Pre) -> None:
 
 BACKGROUND_NICE = 10
 """The nice value of a cluster started in the background, while it starts (root only: a
-lower one cannot be set back without it). Its start's CPU (4-5 JVMs loading classes, 4-6
-CPU seconds) then goes to the playing run's JVMs and harness first: started at the same
-priority it slowed that run's steps by up to 4 s (power-loss-all-replicas on 4.0.0, 7 Dec
-2026). :meth:`WarmClusters.ready` sets the JVMs back to the harness's own value."""
+lower one cannot be set back without it), set on each JVM's threads and on its scheduler
+autogroup as it is launched (:func:`harness.db.runtime.process.renice`: each JVM is a
+session, so an autogroup, of its own, and autogroups share the CPU equally whatever their
+threads' nice values). Its start's CPU (4-5 JVMs loading classes, 4-6 CPU seconds) then
+goes to the playing run's JVMs and harness first: with the threads' nice value alone, the
+run beside a background start (power-loss-all-replicas, three restarts) took 9.8-12.7 s
+instead of 5.9-7.2 s (7 Dec 2026). :meth:`WarmClusters.ready` sets the JVMs back."""
+
+
+def prestart_off() -> bool:
+    """``HWCHAOS_PRESTART=0``: no cluster is started ahead of its run (A/B measurements, a
+    machine where a second cluster starting beside a run is unwelcome)."""
+    return os.environ.get("HWCHAOS_PRESTART", "") == "0"
 
 
 def _start_in_background(cluster: Cluster) -> timing.Timings:
@@ -521,7 +530,7 @@ class WarmClusters:
         (:meth:`kick`). The caller asks only when the next run will not take the playing
         run's cluster; nothing is asked when a kept cluster already has ``key``. One start
         at a time: on two cores a second would only compete with the runs."""
-        if key is not None and key in self._warm:
+        if prestart_off() or (key is not None and key in self._warm):
             self._asked = None
             return
         self._asked = _Pre(key, run_id, build)
@@ -548,6 +557,8 @@ class WarmClusters:
         except Exception:
             return  # its run builds its own, and says why if it cannot
         pre.after = playing
+        if os.geteuid() == 0 and hasattr(pre.cluster, "start_nice"):
+            pre.cluster.start_nice = BACKGROUND_NICE  # the local runtime's JVMs, as launched
         if self._helper is None:
             self._helper = ThreadPoolExecutor(1, thread_name_prefix="hwchaos-prestart")
         pre.future = self._helper.submit(_start_in_background, pre.cluster)
@@ -586,11 +597,13 @@ class WarmClusters:
         if os.geteuid() == 0:
             from harness.db.runtime.process import renice
 
+            if hasattr(cluster, "start_nice"):
+                cluster.start_nice = None  # a restart from now on is an ordinary one
             mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
             for name in cluster.nodes:
                 pid = cluster.host_pid(name)
                 if pid is not None:
-                    renice(pid, mine)
+                    renice(pid, mine, group=0)  # 0: a new autogroup's own value
         reuse.prestarted["waited_seconds"] = round(waited, 3)
         reuse.prestarted["start_seconds"] = round(timings.seconds("cluster_start (background)"), 3)
         self.prestarted += 1

@@ -282,11 +282,18 @@ def test_the_plugin_reuses_one_cluster_in_a_session_and_stops_it(
 
 
 def _thread_nices(pid: int) -> set[int]:
-    """Nice values of every thread of ``pid`` (/proc/<pid>/task/*/stat, field 19)."""
-    return {
+    """Nice values of every thread of ``pid`` (/proc/<pid>/task/*/stat, field 19), and of
+    its scheduler autogroup as a negative-free tag ``100 + n`` when the kernel has them (a
+    JVM is a session, so an autogroup, of its own: threads' nice values alone do not move
+    it against the others)."""
+    nices = {
         int((t / "stat").read_text().rsplit(")", 1)[1].split()[16])
         for t in Path(f"/proc/{pid}/task").iterdir()
     }
+    group = Path(f"/proc/{pid}/autogroup")
+    if group.exists():
+        nices.add(100 + int(group.read_text().split()[-1]))
+    return nices
 
 
 @pytest.mark.parametrize("version", ["0.10.2.1", "4.0.0"])
@@ -332,13 +339,17 @@ def test_a_cluster_started_in_the_background_is_the_next_runs_and_runs_at_full_p
         assert pool.prestarted == 1
         assert seen, "no step of the first run saw the second cluster starting"
         if os.geteuid() == 0:
-            assert all(nices == {10} for nices in seen.values()), seen
+            assert all(nices - {110} == {10} for nices in seen.values()), seen
+            autogroups = Path("/proc/self/autogroup").exists()
+            assert all((110 in nices) == autogroups for nices in seen.values()), seen
         kept = b.record.cluster  # the second cluster is kept for a next run: at full priority
         assert not kept.reused
         cluster = next(iter(pool._warm.values())).cluster
         for name in cluster.nodes:
             pid = cluster.host_pid(name)
-            assert pid is not None and _thread_nices(pid) == {os.getpriority(os.PRIO_PROCESS, 0)}
+            assert pid is not None
+            assert _thread_nices(pid) - {100} == {os.getpriority(os.PRIO_PROCESS, 0)}
+            assert 110 not in _thread_nices(pid)
     assert jvms_under(tmp_path) == []
 
 

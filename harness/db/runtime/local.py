@@ -39,7 +39,7 @@ from harness.db.runtime.cds import TreeArchive
 from harness.db.runtime.logconf import with_harness_loggers
 from harness.db.runtime.netns import RunNetwork
 from harness.db.runtime.ports import free_port
-from harness.db.runtime.process import spawn
+from harness.db.runtime.process import renice, spawn
 from harness.db.runtime.ramdata import RamData
 from harness.db.specs import NodeExited
 
@@ -102,6 +102,9 @@ class LocalCluster(Cluster):
         # data dirs in memory while the cluster runs (harness.db.runtime.ramdata: the 10 ms
         # HW checkpoint costs the kernel far less on tmpfs), copied back when it closes
         self._ram: RamData | None = None
+        # the nice value (per thread and of its autogroup) of every JVM launched while set:
+        # the warm pool's background start (harness.generator.warm.BACKGROUND_NICE)
+        self.start_nice: int | None = None
         atexit.register(self.close)
 
     # ------------------------------------------------------------------ processes
@@ -168,6 +171,8 @@ class LocalCluster(Cluster):
             cmd = self.network.wrap(name, cmd)
         # Its own process group (Ctrl-C reaches only us), SIGKILLed if the harness dies.
         self._procs[name] = spawn(cmd, stdout=out, cwd=self.workdir / name)
+        if self.start_nice is not None:  # a start in the background (harness.generator.warm)
+            renice(self._procs[name].pid, self.start_nice, group=self.start_nice)
         self._write_pids()
 
     def run_tool(

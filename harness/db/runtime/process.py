@@ -23,6 +23,7 @@ for platforms without ``prctl`` (macOS) and for the docker backend's equivalent,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import subprocess
@@ -206,16 +207,24 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def renice(pid: int, value: int) -> int:
-    """Set the nice value of every thread of ``pid`` and its descendants; returns how many
-    threads were set. Linux keeps a nice value per thread (``setpriority(2)``, BUGS), so
-    the process id alone would move only the JVM's main thread.
+def renice(pid: int, value: int, group: int | None = None) -> int:
+    """Set the nice value of every thread of ``pid`` and its descendants, and (``group``)
+    of their scheduler autogroups; returns how many threads were set.
+
+    Linux keeps a nice value per thread (``setpriority(2)``, BUGS), so the process id alone
+    would move only the JVM's main thread. And where ``kernel.sched_autogroup_enabled`` is
+    1 (this machine, most desktops), every session is an autogroup that gets its equal
+    share of the CPU whatever its threads' nice values: each JVM is a session of its own
+    (:func:`spawn`), so only ``/proc/<pid>/autogroup`` moves it against the others.
 
     Why: the warm pool starts a cluster in the background at a lower priority, so the run
     playing meanwhile keeps the CPU (harness.generator.warm); the run that takes the
-    cluster puts its JVMs back to the harness's own priority first."""
+    cluster puts its JVMs back first."""
     n = 0
     for p in _tree(pid):
+        if group is not None:
+            with contextlib.suppress(OSError):
+                Path(f"/proc/{p}/autogroup").write_text(str(group))
         for task in Path(f"/proc/{p}/task").glob("*"):
             try:
                 os.setpriority(os.PRIO_PROCESS, int(task.name), value)

@@ -587,6 +587,9 @@ class WarmClusters:
         if (pre.run_id != run_id) if key is None else (pre.key != key):
             return None
         self._pre = None
+        if pre.future.done() and pre.future.exception() is not None:
+            _discard(pre)  # it failed: the run starts a cluster of its own, as without it
+            return None
         return pre
 
     def ready(self, cluster: Cluster, reuse: Reuse) -> timing.Timings:
@@ -725,14 +728,16 @@ class WarmClusters:
         self._pre, self._asked, self._taken = None, None, {}
         for pre in pending:
             _discard(pre)
+        while self._warm:
+            _key, warm = self._warm.popitem()
+            warm.cluster.close()
         if self._helper is not None:
+            # after the kept clusters' own stop: the helper thread is the PDEATHSIG parent
+            # of the JVMs it launched, and its exit kills whatever of them is left
             self._helper.shutdown(wait=True)
             self._helper = None
         for pre in pending:
             _discard(pre)  # once more: a start that ended after the first close
-        while self._warm:
-            _key, warm = self._warm.popitem()
-            warm.cluster.close()
         for n in range(1, self._made + 1):
             shutil.rmtree(self.root / f"cluster-{os.getpid()}-{n}", ignore_errors=True)
         if self._own_root:

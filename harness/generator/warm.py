@@ -27,13 +27,7 @@ Each run on a reused cluster plays on its own topic (``hwchaos-<n>``; a fresh cl
 first run keeps ``hwchaos``), set as :attr:`Cluster.topic` before the playbook starts.
 
 A run that needs a fresh cluster can have it started in the background while the run
-before it plays (:meth:`WarmClusters.prestart`, asked for by ``matrix`` and the benchmark,
-which know the next run): the start begins once the playing run's own cluster is up
-(:meth:`WarmClusters.kick`), on a helper thread that lives as long as the pool (a JVM's
-PDEATHSIG is tied to the thread that forked it: :mod:`harness.db.runtime.process`). The
-cluster is a fresh one, started as any other; the run that takes it waits only for what
-is left of its start, and ``run.json`` says so (``extra.cluster.prestarted``: how long the
-start took, after which run, how long this run waited for it).
+before it plays (:meth:`WarmClusters.prestart`; :mod:`harness.generator.background`).
 """
 
 from __future__ import annotations
@@ -46,10 +40,8 @@ import re
 import shutil
 import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -58,6 +50,7 @@ from typing import Any
 from harness import timing
 from harness.db import Cluster, ClusterError
 from harness.db.names import TOPIC, bell_topic
+from harness.generator.background import Ahead, BackgroundStarts, discard
 from harness.generator.playbook.halts import dying_line
 from harness.generator.realise import needs
 from harness.nemesis.failover import unnoticed_restarts
@@ -450,56 +443,6 @@ def reap_stale(root: Path) -> int:
 
 
 @dataclass
-class _Pre:
-    """A fresh cluster asked for ahead of its run (:meth:`WarmClusters.prestart`)."""
-
-    key: str | None
-    run_id: str
-    build: Callable[[Path], Cluster]
-    after: str = ""  # the run that played while it started
-    cluster: Cluster | None = None
-    future: Future[timing.Timings] | None = None
-
-
-def _discard(pre: _Pre) -> None:
-    """Stop a background start nobody takes (killing its JVMs ends the start at once)."""
-    if pre.cluster is not None:
-        with contextlib.suppress(Exception):
-            pre.cluster.close()
-
-
-BACKGROUND_NICE = 10
-"""The nice value of a cluster started in the background, while it starts (root only: a
-lower one cannot be set back without it), set on each JVM's threads and on its scheduler
-autogroup as it is launched (:func:`harness.db.runtime.process.renice`: each JVM is a
-session, so an autogroup, of its own, and autogroups share the CPU equally whatever their
-threads' nice values). Its start's CPU (4-5 JVMs loading classes, 4-6 CPU seconds) then
-goes to the playing run's JVMs and harness first: with the threads' nice value alone, the
-run beside a background start (power-loss-all-replicas, three restarts) took 9.8-12.7 s
-instead of 5.9-7.2 s (7 Dec 2026). :meth:`WarmClusters.ready` sets the JVMs back."""
-
-
-def prestart_off() -> bool:
-    """``HWCHAOS_PRESTART=0``: no cluster is started ahead of its run (A/B measurements, a
-    machine where a second cluster starting beside a run is unwelcome)."""
-    return os.environ.get("HWCHAOS_PRESTART", "") == "0"
-
-
-def _start_in_background(cluster: Cluster) -> timing.Timings:
-    """The helper thread's job: start ``cluster``, its fences recorded apart from the run
-    playing meanwhile (a thread starts with no current :class:`timing.Timings`). Linux keeps
-    a nice value per thread and a forked child inherits its thread's, so lowering this
-    helper thread's priority lowers the JVMs it launches, not the harness."""
-    if os.geteuid() == 0:
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
-    timings = timing.Timings()
-    with timing.recording(timings), timing.phase("cluster_start (background)"):
-        cluster.start()
-    return timings
-
-
-@dataclass
 class _Warm:
     key: str
     cluster: Cluster
@@ -526,105 +469,45 @@ class WarmClusters:
         self._made = 0
         self._last = False  # the next run released is the last one on its cluster
         self.reused = 0  # runs played on a reused cluster (benchmarks, tests)
-        self.prestarted = 0  # runs played on a cluster started in the background
-        self._pre: _Pre | None = None  # started in the background, not yet taken
-        self._asked: _Pre | None = None  # to start when the playing run's cluster is up
-        self._taken: dict[int, _Pre] = {}  # handed to a run, not yet waited for (ready)
-        self._helper: ThreadPoolExecutor | None = None
+        self._ahead = BackgroundStarts()  # harness.generator.background
         atexit.register(self.close)
 
     def prestart(self, key: str | None, build: Callable[[Path], Cluster], run_id: str) -> None:
         """Ask for the cluster of the *next* run (``run_id``, configuration ``key``) to be
         started in the background once the run about to play has its own cluster up
-        (:meth:`kick`). The caller asks only when the next run will not take the playing
-        run's cluster; nothing is asked when a kept cluster already has ``key``. One start
-        at a time: on two cores a second would only compete with the runs."""
-        if prestart_off() or (key is not None and key in self._warm):
-            self._asked = None
+        (:meth:`kick`; :mod:`harness.generator.background`). The caller asks only when the
+        next run will not take the playing run's cluster; nothing is asked when a kept
+        cluster already has ``key``."""
+        if key is not None and key in self._warm:
+            self._ahead.forget_ask()
             return
-        self._asked = _Pre(key, run_id, build)
+        self._ahead.ask(key, build, run_id)
 
     def kick(self, playing: str) -> None:
-        """The run ``playing`` has its cluster up: a background start it did not take is
-        stopped (it reused a cluster after all), and the one asked for next begins."""
-        if self._pre is not None and (self._pre.run_id == playing or self._asked is not None):
-            # a start this run did not take, or one older than the start asked for now;
-            # kept otherwise (a run played again starts no new one: harness.trial)
-            _discard(self._pre)
-            self._pre = None
-        pre, self._asked = self._asked, None
-        if pre is None or pre.run_id == playing:
-            return
-        from harness.db.runtime import netns, reaper
-
-        # the exit hooks from this (main) thread, before any process or namespace of the
-        # new cluster exists; the cluster object built here too, only its start elsewhere
-        netns.install_exit_hooks()
-        reaper.install_exit_hooks()
-        try:
-            pre.cluster = pre.build(self.workdir())
-        except Exception:
-            return  # its run builds its own, and says why if it cannot
-        pre.after = playing
-        if os.geteuid() == 0 and hasattr(pre.cluster, "start_nice"):
-            pre.cluster.start_nice = BACKGROUND_NICE  # the local runtime's JVMs, as launched
-        if self._helper is None:
-            self._helper = ThreadPoolExecutor(1, thread_name_prefix="hwchaos-prestart")
-        pre.future = self._helper.submit(_start_in_background, pre.cluster)
-        self._pre = pre
+        """The run ``playing`` has its cluster up: the start asked for next begins."""
+        self._ahead.kick(playing, self.workdir)
 
     @property
     def starting(self) -> Cluster | None:
         """The cluster being started (or started) in the background for a later run and not
         yet taken; None when there is none. For the tests and the progress output."""
-        return self._pre.cluster if self._pre is not None else None
+        return self._ahead.starting
 
-    def _take_prestarted(self, key: str | None, run_id: str) -> _Pre | None:
-        """The background start asked for this run, if one began (None otherwise)."""
-        pre = self._pre
-        if pre is None or pre.future is None:
-            return None
-        if (pre.run_id != run_id) if key is None else (pre.key != key):
-            return None
-        self._pre = None
-        if pre.future.done() and pre.future.exception() is not None:
-            _discard(pre)  # it failed: the run starts a cluster of its own, as without it
-            return None
-        return pre
+    @property
+    def prestarted(self) -> int:
+        """Runs played on a cluster started in the background (benchmarks, tests)."""
+        return self._ahead.count
 
     def ready(self, cluster: Cluster, reuse: Reuse) -> timing.Timings:
         """Wait for what is left of a background start (``reuse.prestarted``); raises its
         error. Returns the start's own timings (the run adds them to its record)."""
-        pre = self._taken.pop(id(cluster))
-        assert pre.future is not None
-        t0 = time.perf_counter()
         try:
-            timings = pre.future.result()
+            return self._ahead.ready(cluster, reuse.prestarted)
         except BaseException:
-            with contextlib.suppress(Exception):
-                cluster.close()
-            self._forget(cluster)
+            for key, warm in list(self._warm.items()):
+                if warm.cluster is cluster:
+                    self._warm.pop(key)
             raise
-        waited = time.perf_counter() - t0
-        if os.geteuid() == 0:
-            from harness.db.runtime.process import renice
-
-            if hasattr(cluster, "start_nice"):
-                cluster.start_nice = None  # a restart from now on is an ordinary one
-            mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-            for name in cluster.nodes:
-                pid = cluster.host_pid(name)
-                if pid is not None:
-                    renice(pid, mine, group=0)  # 0: a new autogroup's own value
-        reuse.prestarted["waited_seconds"] = round(waited, 3)
-        reuse.prestarted["start_seconds"] = round(timings.seconds("cluster_start (background)"), 3)
-        self.prestarted += 1
-        return timings
-
-    def _forget(self, cluster: Cluster) -> None:
-        for key, warm in list(self._warm.items()):
-            if warm.cluster is cluster:
-                self._warm.pop(key)
 
     def workdir(self) -> Path:
         """A new cluster's work dir, outside every run folder (it outlives the run)."""
@@ -638,14 +521,14 @@ class WarmClusters:
     ) -> tuple[Cluster, Reuse]:
         """The cluster for a run of configuration ``key``: a clean warm one, or a new one
         (not started) built by ``build`` in a work dir of this pool."""
-        pre = self._take_prestarted(key, run_id)
+        pre = self._ahead.take(key, run_id)
         if key is None:
             why = (
                 "the run needs a fresh cluster (a spare controller broker, an "
                 "unnoticed restart, or a version in warm.NOT_REUSED)"
             )
             if pre is not None and pre.cluster is not None:
-                return self._prestarted(pre, pre.cluster, why)
+                return pre.cluster, self._prestarted(pre, why)
             return build(self.workdir()), Reuse(False, TOPIC, why_fresh=why)
         warm = self._warm.pop(key, None)
         why = "first run of this configuration"
@@ -671,8 +554,8 @@ class WarmClusters:
                 warm.topics.append(topic)
                 self._warm[key] = warm
                 self.reused += 1
-                if pre is not None and pre.cluster is not None:
-                    _discard(pre)  # asked for in vain: the warm cluster was clean after all
+                if pre is not None:
+                    discard(pre)  # asked for in vain: the warm cluster was clean after all
                 return warm.cluster, reuse
             why = f"refused a dirty warm cluster: {why}"
             warm.cluster.close()
@@ -684,17 +567,17 @@ class WarmClusters:
         cluster.topic = TOPIC
         self._warm[key] = _Warm(key, cluster, [run_id], [TOPIC])
         if pre is not None and pre.cluster is not None:
-            return self._prestarted(pre, cluster, why)
+            return cluster, self._prestarted(pre, why)
         return cluster, Reuse(False, TOPIC, why_fresh=why)
 
-    def _prestarted(self, pre: _Pre, cluster: Cluster, why: str) -> tuple[Cluster, Reuse]:
-        """A fresh cluster whose start began in the background (:meth:`ready` waits)."""
-        self._taken[id(cluster)] = pre
-        return cluster, Reuse(
+    def _prestarted(self, pre: Ahead, why: str) -> Reuse:
+        """What ``run.json`` says of a fresh cluster whose start began in the background
+        (:meth:`ready` waits for it)."""
+        return Reuse(
             False,
             TOPIC,
             why_fresh=f"{why}; started in the background while {pre.after} played",
-            prestarted={"after": pre.after},
+            prestarted=self._ahead.hand_over(pre),
         )
 
     def last_run(self) -> None:
@@ -724,20 +607,13 @@ class WarmClusters:
 
         A background start still under way is stopped too: its JVMs are killed from here,
         so the start ends at once (its node exited) instead of waiting out its bound."""
-        pending = [p for p in (self._pre, *self._taken.values()) if p is not None]
-        self._pre, self._asked, self._taken = None, None, {}
-        for pre in pending:
-            _discard(pre)
+        stopped = self._ahead.stop()
         while self._warm:
             _key, warm = self._warm.popitem()
             warm.cluster.close()
-        if self._helper is not None:
-            # after the kept clusters' own stop: the helper thread is the PDEATHSIG parent
-            # of the JVMs it launched, and its exit kills whatever of them is left
-            self._helper.shutdown(wait=True)
-            self._helper = None
-        for pre in pending:
-            _discard(pre)  # once more: a start that ended after the first close
+        # after the kept clusters' own stop: the helper thread is the PDEATHSIG parent of
+        # the JVMs it launched, and its exit kills whatever of them is left
+        self._ahead.shutdown(stopped)
         for n in range(1, self._made + 1):
             shutil.rmtree(self.root / f"cluster-{os.getpid()}-{n}", ignore_errors=True)
         if self._own_root:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -202,10 +203,37 @@ def test_a_restart_waits_for_the_election_of_an_offline_partition_with_a_live_is
     log = LeaderAndIsrLog(c, lambda: ["controller"], lambda: state["view"])
     log.mark("B")
     _append(c.state_change_log("controller"), SENT_0X)  # the replica goes online: no leader
-    with pytest.raises(_Timeout, match="the controller to elect a leader from the live ISR"):
+    with pytest.raises(_Timeout, match="the controller to elect a leader for the offline"):
         log.after_restart("B", _wait_once)
     state["view"] = PartitionView(leader=2, leader_epoch=3, isr=(2,), live=(0, 2), controller=0)
     log.after_restart("B", _wait_once)
     # Offline with every ISR member dead (unclean election off): nothing is coming.
     state["view"] = PartitionView(leader=-1, leader_epoch=3, isr=(1,), live=(0, 2), controller=0)
+    log.after_restart("B", _wait_once)
+
+
+def test_a_restart_waits_for_the_unclean_election_the_topic_allows(tmp_path: Path) -> None:
+    """Seen on 3.3.1 (kip279-fast-leader-change on a warm cluster, the CI trial of 7 Dec
+    2026): a broker restarted into an offline partition whose ISR is all dead, on a topic
+    with ``unclean.leader.election.enable=true``. The controller elects it in the same
+    startup event, after a first LeaderAndIsr naming no leader; the fence passed on that
+    first request, the harness held the broker as a follower, and its HW stayed at its
+    checkpoint."""
+    c = _cluster(tmp_path)
+    facts = {"replicas": "1,2", "unclean": "true"}
+    offline = PartitionView(leader=-1, leader_epoch=2, isr=(1,), live=(2,), controller=0)
+    state = {"view": replace(offline, extra=facts)}
+    log = LeaderAndIsrLog(c, lambda: ["controller"], lambda: state["view"])
+    log.mark("B")
+    _append(c.state_change_log("controller"), SENT_0X)  # the replica goes online: no leader
+    with pytest.raises(_Timeout, match="the controller to elect a leader for the offline"):
+        log.after_restart("B", _wait_once)
+    state["view"] = PartitionView(leader=2, leader_epoch=3, isr=(2,), live=(2,), controller=0)
+    log.after_restart("B", _wait_once)
+    # the same with unclean elections off (or not set on the topic): nothing is coming
+    for off in ({"replicas": "1,2", "unclean": "false"}, {"replicas": "1,2"}):
+        state["view"] = replace(offline, extra=off)
+        log.after_restart("B", _wait_once)
+    # nor when no replica of the assignment is live
+    state["view"] = replace(offline, live=(3,), extra=facts)
     log.after_restart("B", _wait_once)

@@ -142,13 +142,35 @@ class ZkView:
         except NoNodeError:  # not created yet, or deleted (a topic deletion) meanwhile
             return None
         state = json.loads(data.decode())
+        extra: dict[str, str] = {}
+        if int(state["leader"]) < 0:
+            extra = self._offline_facts(topic, partition)
         return PartitionView(
             leader=int(state["leader"]),
             leader_epoch=int(state["leader_epoch"]),
             isr=tuple(sorted(int(b) for b in state["isr"])),
             live=self.live_brokers(),
             controller=self.controller(),
+            extra=extra,
         )
+
+    def _offline_facts(self, topic: str, partition: int) -> dict[str, str]:
+        """What decides who the controller may elect for an offline partition: its replica
+        assignment (``replicas``, comma-separated) and the topic's
+        ``unclean.leader.election.enable`` as ZooKeeper holds it (``unclean``; absent when
+        the topic does not set it). Read only while the partition is offline."""
+        from kazoo.exceptions import NoNodeError
+
+        facts: dict[str, str] = {}
+        try:
+            facts["replicas"] = ",".join(str(b) for b in self.assignment(topic, partition))
+            data, _ = self._zk.get(f"/config/topics/{topic}")
+        except NoNodeError:
+            return facts
+        flag = json.loads(data.decode()).get("config", {}).get("unclean.leader.election.enable")
+        if flag is not None:
+            facts["unclean"] = str(flag).lower()
+        return facts
 
     def create(self, path: str, data: bytes) -> None:
         """Create a persistent node (and its parents) unless it exists."""

@@ -405,12 +405,14 @@ class LeaderAndIsrLog(Decisions):
         if self.decided is not None:
             wait(
                 lambda: not self.election_pending(),
-                "the controller to elect a leader from the live ISR",
+                "the controller to elect a leader for the offline partition",
             )
 
     def election_pending(self) -> bool:
-        """The partition is offline while a broker of its ISR is live: the controller has
-        yet to elect it.
+        """The partition is offline while a broker the controller would elect is live: one
+        of its ISR, or, where the topic allows unclean elections, any live replica of its
+        assignment (``PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection``;
+        ``OfflinePartitionLeaderSelector`` before 2.1): the controller has yet to elect it.
 
         Why: a broker's startup is two decisions in one controller event
         (``KafkaController.onBrokerStartup``): the replica goes online first (a LeaderAndIsr
@@ -420,12 +422,23 @@ class LeaderAndIsrLog(Decisions):
         (kip101-scenario2, ``matrix --jobs 3``) the election came 67 ms later, after the
         harness had held B as a follower: the controller's requests to the paused B timed
         out, the produce of m3 to B timed out, and the run was a model mismatch the harness
-        did not name. Clean elections only: an unclean one (ISR all dead) is the explicit
-        ``elect_unclean`` step's, which waits for it itself.
+        did not name. The unclean case the same: with the topic's
+        ``unclean.leader.election.enable`` true, a broker restarting into a partition whose
+        ISR is all dead is elected by that same startup event; the first request (naming no
+        leader) satisfied the fence, the harness held the restarted broker as a follower
+        before the election reached it, and its HW stayed at its checkpoint (3.3.1,
+        kip279-fast-leader-change on a warm cluster, the CI trial of 7 Dec 2026). An unclean
+        election of the explicit ``elect_unclean`` step waits for itself.
         """
         assert self.decided is not None
         v = self.decided()
-        return v.leader < 0 and bool(set(v.isr) & set(v.live))
+        if v.leader >= 0:
+            return False
+        live = set(v.live)
+        if set(v.isr) & live:
+            return True
+        replicas = {int(b) for b in v.extra.get("replicas", "").split(",") if b}
+        return v.extra.get("unclean") == "true" and bool(replicas & live)
 
     def after_heal(self, name: str, expired: bool, wait: Wait) -> None:
         if expired:

@@ -24,7 +24,7 @@ from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.process import jvms_under
 from harness.generator.playbook import Playbook
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
-from harness.generator.warm import dirty, reset
+from harness.generator.warm_reset import dirty, reset
 from harness.readback import tcp
 from reference_model.run import run_scenario
 

@@ -40,7 +40,8 @@ from harness.db.runtime.linkcuts import network_available
 from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.process import jvms_under
 from harness.generator.scenarios import SCENARIO_DIR, catalogue, load_scenario
-from harness.generator.warm import NOT_REUSED, WarmClusters, dirty, reset, warm_key
+from harness.generator.warm import NOT_REUSED, WarmClusters, warm_key
+from harness.generator.warm_reset import dirty, reset
 from harness.nemesis import faults
 from harness.trial import Trial, trial
 from reference_model.run import run_scenario

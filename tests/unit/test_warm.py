@@ -316,7 +316,7 @@ def test_the_clean_check_refuses_an_earlier_topics_deletion_still_pending(
     in between is not clean; another topic's pending deletion is not this pool's business."""
     from types import SimpleNamespace
 
-    from harness.generator.warm import dirty
+    from harness.generator.warm_reset import dirty
 
     def cluster(pending: tuple[str, ...]) -> Any:
         nodes = {
@@ -349,7 +349,7 @@ def test_a_deletion_the_controller_halted_is_seen_in_its_log_for_that_topic_only
     line is TopicDeletionManager's, in the formats of 0.10 and of 2.x on."""
     from types import SimpleNamespace
 
-    from harness.generator.warm import _deletion_halted
+    from harness.generator.warm_reset import _deletion_halted
 
     logs = tmp_path / "controller" / "logs"
     logs.mkdir(parents=True)

@@ -156,6 +156,8 @@ class LocalCluster(Cluster):
         return path
 
     def launch(self, name: str, main_class: str, props: dict[str, str]) -> None:
+        if self._closed:  # stopped while it started (the warm pool's background start)
+            raise ClusterError(f"{name} not started: the cluster was stopped")
         if name in self._procs and self._procs[name].poll() is None:
             raise ClusterError(f"{name} is already running")
         file = (
@@ -173,6 +175,9 @@ class LocalCluster(Cluster):
         self._procs[name] = spawn(cmd, stdout=out, cwd=self.workdir / name)
         if self.start_nice is not None:  # a start in the background (harness.generator.warm)
             renice(self._procs[name].pid, self.start_nice, group=self.start_nice)
+        if self._closed:  # closed from another thread while this node was being launched
+            self._kill_all()
+            raise ClusterError(f"{name} stopped: the cluster was stopped while it started")
         self._write_pids()
 
     def run_tool(
@@ -247,16 +252,20 @@ class LocalCluster(Cluster):
         self.keep_failed_start(why, lambda: free_port())  # looked up late: tests swap it
 
     def _kill_all(self) -> None:
-        """SIGKILL every JVM (resumed first, so a paused one dies), reap them, close logs."""
-        for p in self._procs.values():
+        """SIGKILL every JVM (resumed first, so a paused one dies), reap them, close logs.
+
+        Copies of the tables: a start on another thread (the warm pool's background start)
+        may be launching a node meanwhile (:meth:`launch` kills it when it sees the close)."""
+        procs = list(self._procs.values())
+        for p in procs:
             if p.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(p.pid, signal.SIGCONT)
                     os.killpg(p.pid, signal.SIGKILL)
-        for p in self._procs.values():
+        for p in procs:
             with contextlib.suppress(Exception):
                 p.wait(timeout=30)
-        for f in self._logs.values():
+        for f in list(self._logs.values()):
             with contextlib.suppress(Exception):
                 f.close()
 

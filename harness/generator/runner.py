@@ -112,9 +112,10 @@ def prestart_next(
     order of their runs."""
     prediction = run_scenario(scenario, version.generation)
     key = warm_key(scenario, prediction, version.name, backend, controllers)
-    lines: list[str] = []
+    # built on the main thread while another run plays: its "network steps" lines would
+    # land in that run's output; the run that takes it says where its cluster came from
     build = cluster_builder(
-        scenario, version, prediction, backend, run_id, lines.append, controllers
+        scenario, version, prediction, backend, run_id, lambda _m: None, controllers
     )
     warm.prestart(key, build, run_id)
 

@@ -108,8 +108,13 @@ def prestart_next(
 ) -> None:
     """Tell ``warm`` which run comes after the one about to play, so a fresh cluster it
     will need starts in the background meanwhile (:meth:`WarmClusters.prestart`; nothing
-    when a kept cluster serves it). ``matrix`` and the benchmark call it; they know the
-    order of their runs."""
+    when a kept cluster serves it). ``matrix``, the benchmark, the pytest plugin and
+    ``explore --confirm`` call it; they know which run comes next.
+
+    The local runtime only: a docker cluster started on a helper thread would share the
+    Docker client with the run playing on the main thread, a path no test covers."""
+    if backend != "local":
+        return
     prediction = run_scenario(scenario, version.generation)
     key = warm_key(scenario, prediction, version.name, backend, controllers)
     # built on the main thread while another run plays: its "network steps" lines would

@@ -38,6 +38,7 @@ from harness.pytest_plugin.collect import (
     ScenarioItem,
     pytest_collect_file,
     pytest_collection_modifyitems,
+    pytest_runtest_protocol,
 )
 from harness.pytest_plugin.fixtures import (
     HwchaosCluster,
@@ -74,6 +75,7 @@ __all__ = [
     "pytest_collect_file",
     "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_runtest_protocol",
     "pytest_unconfigure",
     "read_replicas",
     "replica_table",

@@ -8,7 +8,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -31,6 +31,9 @@ from harness.pytest_plugin.options import (
     warm_clusters,
 )
 from reference_model.scenario import Scenario, ScenarioError
+
+if TYPE_CHECKING:
+    from harness.generator.warm import WarmClusters
 
 # ---------------------------------------------------------------- scenario files as tests
 
@@ -64,6 +67,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     for i, it in zip(slots, sorted(mine, key=key), strict=True):
         items[i] = it
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """Tell a scenario item which item runs after it (:meth:`ScenarioItem._prestart_next`)."""
+    if isinstance(item, ScenarioItem):
+        item.next_item = nextitem
 
 
 def _looks_like_scenario(path: Path) -> bool:
@@ -125,8 +135,30 @@ class ScenarioItem(pytest.Item):
         super().__init__(**kw)
         self.scenario = scenario
         self.target = target
+        self.next_item: pytest.Item | None = None  # pytest's nextitem (pytest_runtest_protocol)
+        self._run_id: str | None = None
         if not target.startswith("model:"):
             self.add_marker(pytest.mark.broker)
+
+    def run_id(self) -> str:
+        """This item's run id (its run folder's name), fixed the first time it is asked for:
+        by the item before it when it starts this item's cluster ahead (:meth:`_prestart_next`:
+        a cluster only a fresh start will do is handed over by run id), else by its own run."""
+        if self._run_id is None:
+            try:
+                name = resolve_version(self.target).name
+            except Exception:  # the item itself reports it
+                name = self.target
+            self._run_id = f"{self.scenario.name}__{name}__{time.strftime('%Y%m%dT%H%M%S')}"
+        return self._run_id
+
+    def _cluster_key(self, version: KafkaVersion, backend: str) -> str | None:
+        """This item's cluster configuration (harness.generator.warm.warm_key)."""
+        from harness.generator.warm import warm_key
+        from reference_model.run import run_scenario
+
+        prediction = run_scenario(self.scenario, version.generation)
+        return warm_key(self.scenario, prediction, version.name, backend, 1)
 
     def reuse_key(
         self, backend: str, order: dict[str, int]
@@ -135,7 +167,7 @@ class ScenarioItem(pytest.Item):
         cluster configuration, the tidiest first (harness.generator.warm.reuse_rank)."""
         if self.target.startswith("model:"):
             return (0, 0, ("", 0, ""))
-        from harness.generator.warm import reuse_rank, warm_key
+        from harness.generator.warm import reuse_rank
         from reference_model.run import run_scenario
 
         try:
@@ -143,7 +175,7 @@ class ScenarioItem(pytest.Item):
             prediction = run_scenario(self.scenario, version.generation)
         except Exception:  # the item itself reports it
             return (1, order.get(self.target, 0), ("~", 0, self.scenario.name))
-        key = warm_key(self.scenario, prediction, version.name, backend, 1)
+        key = self._cluster_key(version, backend)
         return (1, order.get(self.target, 0), reuse_rank(key, prediction, self.scenario.name))
 
     def runtest(self) -> None:
@@ -183,11 +215,12 @@ class ScenarioItem(pytest.Item):
         reason = unavailable(version, settings.backend)
         if reason is not None:
             pytest.skip(reason)
-        run_id = f"{self.scenario.name}__{version.name}__{time.strftime('%Y%m%dT%H%M%S')}"
-        folder = _unique(settings.out / run_id)
+        folder = _unique(settings.out / self.run_id())
         self.user_properties.append((RUN_FOLDER, str(folder)))
         self.add_report_section("call", "hwchaos", f"run folder: {folder}")
         warm = warm_clusters(self.config)
+        if warm is not None:
+            self._prestart_next(warm, version, settings.backend)
 
         def one(where: Path) -> dict[str, Any]:
             run_on_brokers(
@@ -213,6 +246,9 @@ class ScenarioItem(pytest.Item):
         cluster = json.loads((folder / "run.json").read_text()).get("extra", {}).get("cluster")
         if cluster:
             self.user_properties.append(("hwchaos_cluster_reused", str(cluster.get("reused"))))
+            if cluster.get("prestarted"):
+                after = cluster["prestarted"].get("after", "")
+                self.user_properties.append(("hwchaos_cluster_started_after", str(after)))
         where = f"{self.scenario.name} on Kafka {version.name} ({version.generation})"
         both = two_verdicts(doc)
         self._record_safety(both.lost_acked, both.divergent_offsets, both.agreement, both.safety)
@@ -292,6 +328,32 @@ class ScenarioItem(pytest.Item):
             lines += loss
         if lines:
             raise HwchaosFailure("\n".join([*lines, f"run folder: {folder}"]))
+
+    def _prestart_next(self, warm: WarmClusters, version: KafkaVersion, backend: str) -> None:
+        """When the item pytest runs next is a broker item that will not take this item's
+        cluster, have its cluster started in the background while this one plays, as
+        ``matrix`` does (harness.generator.background; ``HWCHAOS_PRESTART=0`` turns it off).
+
+        Why here: half of a version's catalogue needs a cluster of its own (the first of
+        each configuration, the network and failover scenarios), and pytest knows the next
+        item (under pytest-xdist too: a worker runs an item once it holds the one after).
+        Nothing is started for a next item this machine cannot run (it will skip), and a
+        failure here only costs the speed-up: the next item starts its own cluster."""
+        from harness.generator.runner import prestart_next
+
+        nxt = self.next_item
+        if not isinstance(nxt, ScenarioItem) or nxt.target.startswith("model:"):
+            return
+        try:
+            theirs = resolve_version(nxt.target)
+            if unavailable(theirs, backend) is not None:
+                return
+            key = nxt._cluster_key(theirs, backend)
+            if key is not None and key == self._cluster_key(version, backend):
+                return  # it takes this item's cluster once this item is done with it
+            prestart_next(warm, nxt.scenario, theirs, backend, nxt.run_id())
+        except Exception as exc:  # a speed-up only: the next item says why it cannot run
+            warnings.warn(f"no background start for {nxt.name}: {exc}", stacklevel=1)
 
     def _record_safety(
         self, lost: list[str], divergent: list[int], agreement: str, safety: str = ""

@@ -110,6 +110,12 @@ def test_every_counterexample_is_played_and_classified(
             assert cx["same_run_as"] < i and first["steps"] == cx["steps"]
             assert cx["classification"] == first["classification"]
     assert confirm["runs_played"] == len(folders)
+    # every run after the first played on a kept cluster or on one started while the run
+    # before it played (harness.generator.confirm._prestart_following; local runtime only)
+    played = [c for c in found if c["same_run_as"] is None and not c.get("played_again")]
+    for cx in played[1:] if backend == "local" else []:
+        cluster = json.loads((Path(cx["run_folder"]) / "run.json").read_text())["extra"]["cluster"]
+        assert cluster.get("reused") or cluster.get("prestarted"), (cx["run_folder"], cluster)
     assert rc == (1 if confirm["counts"][MISMATCH] else 0)
     # Every counterexample here is playable (controller failover for the unnoticed restarts)
     # and the model is right about each: prevented on KRaft; on ZooKeeper confirmed, or (hw on

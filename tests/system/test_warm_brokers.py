@@ -255,26 +255,36 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
 
 
 @pytest.mark.slow
-def test_the_plugin_reuses_one_cluster_in_a_session_and_stops_it(
+def test_the_plugin_reuses_one_cluster_starts_the_next_ahead_and_stops_them(
     pytester: pytest.Pytester,
 ) -> None:
-    """Two scenario files of one configuration: the second item plays on the first one's
-    cluster (JUnit ``hwchaos_cluster_reused``), and no JVM outlives the session."""
+    """Three scenario files, two of one configuration (brokers A, B) and one of another (A,
+    B, C): one item plays on the cluster of the item before it (JUnit
+    ``hwchaos_cluster_reused``); the item of the other configuration plays on a cluster
+    started in the background while the item before it played (``hwchaos_cluster_started_after``
+    names that item's run); all three match the model, and no JVM outlives the session."""
     require("0.10.2.1")
-    for name in ("kip101-scenario1", "kip101-scenario2"):
+    for name in ("kip101-scenario1", "kip101-scenario2", "acks-all-min-isr2-one-crash"):
         pytester.makefile(".yaml", **{name: (SCENARIO_DIR / f"{name}.yaml").read_text()})
     junit = pytester.path / "junit.xml"
     res = pytester.runpytest_subprocess(
         "-p", "hwchaos", "--hwchaos-kafka", "0.10.2.1", f"--junitxml={junit}", "-q"
     )
-    res.assert_outcomes(passed=2)
-    reused = {
-        c.get("name"): [
-            p.get("value") for p in c.iter("property") if p.get("name") == "hwchaos_cluster_reused"
-        ]
+    res.assert_outcomes(passed=3)
+    props = [
+        {p.get("name"): p.get("value") for p in c.iter("property")}
         for c in ET.parse(junit).getroot().iter("testcase")
-    }
-    assert sorted(reused.values()) == [["False"], ["True"]], reused
+    ]
+    assert sorted(p.get("hwchaos_cluster_reused", "") for p in props) == ["False", "False", "True"]
+    ahead = [
+        (k, p["hwchaos_cluster_started_after"])
+        for k, p in enumerate(props)
+        if "hwchaos_cluster_started_after" in p
+    ]
+    assert len(ahead) == 1, props
+    k, after = ahead[0]
+    assert k > 0 and props[k]["hwchaos_cluster_reused"] == "False", props
+    assert after == Path(props[k - 1]["hwchaos_run_folder"]).name, props
     assert jvms_under(pytester.path) == []
     assert not list((pytester.path / "hwchaos-runs" / "warm-clusters").glob("cluster-*"))
 

@@ -48,6 +48,7 @@ from typing import Any, ClassVar
 
 from harness import timing
 from harness.db import TopicSpec
+from harness.db.names import PARTITION
 from harness.generator.playbook.bell import Doorbell
 from harness.generator.playbook.bell import wanted as wants_bell
 from harness.generator.playbook.crash import CrashSteps
@@ -60,6 +61,7 @@ from harness.generator.playbook.isr import IsrSteps
 from harness.generator.playbook.partition import PartitionSteps
 from harness.generator.playbook.prevented import PreventionChecks
 from harness.generator.playbook.produce import ProduceSteps
+from harness.readback.hw import NO_HW, checkpointed_hw
 from reference_model.events import Event
 from reference_model.run import expand
 
@@ -102,6 +104,19 @@ class Playbook(
         wait_until(
             lambda: all(self.leo(n) == 0 for n in self.names),
             "every replica to create its partition dir",
+            self.timeout,
+            self._seen,
+        )
+        # Before a follower is held: its HW checkpoint names the partition, so every later
+        # observation of its HW is a value its broker wrote. A follower paused between its
+        # partition dir and its checkpoint thread's next write read as "no HW" at step 1
+        # until it ran again (4.0.0, a CI trial of 7 Dec 2026 at load ~40).
+        wait_until(
+            lambda: all(
+                checkpointed_hw(self.cluster.log_dir(n), self.cluster.topic, PARTITION) != NO_HW
+                for n in self.names
+            ),
+            "every replica to checkpoint the partition's HW",
             self.timeout,
             self._seen,
         )

@@ -34,6 +34,7 @@ from reference_model.scenario import Scenario, ScenarioError
 
 if TYPE_CHECKING:
     from harness.generator.warm import WarmClusters
+    from reference_model.run import RunResult
 
 # ---------------------------------------------------------------- scenario files as tests
 
@@ -152,12 +153,15 @@ class ScenarioItem(pytest.Item):
             self._run_id = f"{self.scenario.name}__{name}__{time.strftime('%Y%m%dT%H%M%S')}"
         return self._run_id
 
-    def _cluster_key(self, version: KafkaVersion, backend: str) -> str | None:
+    def _cluster_key(
+        self, version: KafkaVersion, backend: str, prediction: RunResult | None = None
+    ) -> str | None:
         """This item's cluster configuration (harness.generator.warm.warm_key)."""
         from harness.generator.warm import warm_key
         from reference_model.run import run_scenario
 
-        prediction = run_scenario(self.scenario, version.generation)
+        if prediction is None:
+            prediction = run_scenario(self.scenario, version.generation)
         return warm_key(self.scenario, prediction, version.name, backend, 1)
 
     def reuse_key(
@@ -175,7 +179,7 @@ class ScenarioItem(pytest.Item):
             prediction = run_scenario(self.scenario, version.generation)
         except Exception:  # the item itself reports it
             return (1, order.get(self.target, 0), ("~", 0, self.scenario.name))
-        key = self._cluster_key(version, backend)
+        key = self._cluster_key(version, backend, prediction)
         return (1, order.get(self.target, 0), reuse_rank(key, prediction, self.scenario.name))
 
     def runtest(self) -> None:

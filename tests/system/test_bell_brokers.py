@@ -8,12 +8,8 @@ replica's final log. The run with the bell must have rung it (else this compares
 and the one without must have no doorbell. Scenarios: a crash and restart of two brokers
 (kip101-scenario2), a leader killed right after a two-follower fetch step
 (acks-all-min-isr2-one-crash: the step where a ring could answer the other follower's
-parked Fetch behind the script), LeaderAndIsr requests held back from a follower through
-two elections (controller-queue-two-leader-changes), on a ZooKeeper and a KRaft version;
-a controller failover while a follower is cut from the controller
-(controller-failover-missed-change) and a restart the controller must not notice
-(kip101-scenario1-kip-text: a frozen controller and its spare) on a ZooKeeper version.
-Skips with the reason when a tree is missing.
+parked Fetch behind the script), on a ZooKeeper and a KRaft version. Skips with the reason
+when a tree is missing.
 """
 
 from __future__ import annotations
@@ -35,17 +31,7 @@ pytestmark = pytest.mark.broker
 CASES = [
     (scenario, version)
     for version in ("0.10.2.1", "4.0.0")
-    for scenario in (
-        "kip101-scenario2",
-        "acks-all-min-isr2-one-crash",
-        "controller-queue-two-leader-changes",
-    )
-] + [
-    # a controller failover and a restart the controller must not notice (a frozen
-    # controller and its spare): played on ZooKeeper versions (tests/system/
-    # test_controller_queue_brokers.py); kip101-scenario1-kip-text is prevented on KRaft
-    ("controller-failover-missed-change", "0.10.2.1"),
-    ("kip101-scenario1-kip-text", "0.10.2.1"),
+    for scenario in ("kip101-scenario2", "acks-all-min-isr2-one-crash")
 ]
 
 

@@ -95,7 +95,7 @@ class Playbook(
             v = self.meta.partition(topic)
             return v is not None and v.leader == lead_id and v.isr == want_isr
 
-        if wants_bell(sc):
+        if wants_bell(sc, self.prediction):
             self._make_bell(order, ready)
         self.cluster.create_topic(
             TopicSpec(order, sc.min_insync, sc.unclean, name=self.cluster.topic)

@@ -30,21 +30,10 @@ bell. And whatever the bell does, the waits still end on what they observe (the 
 the follower's socket, the follower's own HW checkpoint): a ring that answered nothing
 costs only time.
 
-Not used (the timer answers) in runs that cut the links replicas fetch over (``partition``,
-``heal``, ``isr_shrink``, a write to a named replica) or shorten a lag or a session (the
-network scenarios): there the links are what the scenario scripts, and a second partition
-with its own lag and leader would change what crosses them. Runs that only hold a
-follower's link to the controller (LeaderAndIsr requests held back, a controller failover)
-and runs with a restart the controller must not notice (a frozen controller and its
-spare) have one since 7 Dec 2026: there the bell's state changes only in the controller
-events that change the test partition's (a broker's failure, startup, or the controller's
-own failover: one request per broker naming both partitions), since nothing else moves it
-(a 600 s lag, a 60 s session; an ``elect`` moves the test partition alone, and the bell is
-rung only where the controller names one leader for both), and the fences that count
-LeaderAndIsr requests count the bell's lines on both sides
-(:class:`harness.db.mode.zookeeper.LeaderAndIsrLog`). ``tests/system/test_bell_brokers.py``
-plays controller-queue-two-leader-changes, controller-failover-missed-change and
-kip101-scenario1-kip-text with and without it, every step observed alike.
+Not used (the timer answers) in runs with held LeaderAndIsr requests, controller
+failovers (scripted, or a restart the controller must not notice) or a run network: there
+the controller's requests and the links are what the scenario scripts, and a second
+partition would change what they carry.
 
 ``HWCHAOS_DOORBELL=0`` turns it off (docs/speed.md, "Switches").
 """
@@ -58,15 +47,15 @@ from harness.client.producer import Producer
 from harness.db import Cluster
 from harness.db.mode.view import MetadataView
 from harness.db.names import bell_topic
+from harness.generator.realise import needs
+from harness.nemesis.failover import unnoticed_restarts
+from reference_model.run import RunResult
 from reference_model.scenario import Scenario
 
 ENV = "HWCHAOS_DOORBELL"
 
-DATA_LINK_KINDS = ("partition", "heal", "isr_shrink")
-"""Step kinds that cut links replicas fetch over (no bell there). A ``produce`` to a named
-replica (a zombie leader's write) cuts them too. The other steps a run network plays, a
-follower's link to the controller held (``hold``, ``leader_and_isr``,
-``controller_failover``), leave the bell to move with the test partition."""
+SCRIPTED_REQUESTS = ("leader_and_isr", "controller_failover", "partition", "heal")
+"""Step kinds whose controller requests or links the scenario scripts (no bell there)."""
 
 RING_TIMEOUT_MS = 2000
 """The bell producer's request and message timeout: a ring is best effort."""
@@ -77,14 +66,11 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1") != "0"
 
 
-def wanted(scenario: Scenario) -> bool:
+def wanted(scenario: Scenario, prediction: RunResult) -> bool:
     """Whether this run gets a doorbell (see the module docstring)."""
-    # the short lag and session timers of network runs (harness.generator.realise.needs)
-    # come with these same steps: isr_shrink, a partition from ZooKeeper
-    return enabled() and not any(
-        ev.kind in DATA_LINK_KINDS or (ev.kind == "produce" and ev.replica >= 0)
-        for ev in scenario.steps
-    )
+    if not enabled() or needs(scenario, prediction).network or unnoticed_restarts(prediction):
+        return False  # a run network, or a frozen controller and its spare (failover)
+    return not any(ev.kind in SCRIPTED_REQUESTS for step in prediction.steps for ev in step.events)
 
 
 class Doorbell:

@@ -358,10 +358,8 @@ def _prestart_following(
         return
     this, that = found[i - 1].scenario, found[nxt - 1].scenario
     try:
-        theirs = warm_key(that, run_scenario(that, version.generation), version.name, backend, 1)
         mine = warm_key(this, run_scenario(this, version.generation), version.name, backend, 1)
-        if theirs is None or theirs != mine:
-            prestart_next(warm, that, version, backend, f"{nxt:02d}-{that.name}")
+        prestart_next(warm, that, version, backend, f"{nxt:02d}-{that.name}", playing_key=mine)
     except Exception:  # the next run plays (or fails) with a cluster of its own
         return
 

@@ -105,18 +105,23 @@ def prestart_next(
     backend: str,
     run_id: str,
     controllers: int = 1,
+    playing_key: str | None = None,
 ) -> None:
     """Tell ``warm`` which run comes after the one about to play, so a fresh cluster it
     will need starts in the background meanwhile (:meth:`WarmClusters.prestart`; nothing
     when a kept cluster serves it). ``matrix``, the benchmark, the pytest plugin and
     ``explore --confirm`` call it; they know which run comes next.
 
-    The local runtime only: a docker cluster started on a helper thread would share the
-    Docker client with the run playing on the main thread, a path no test covers."""
+    ``playing_key``: the configuration of the run about to play; a next run of the same
+    one starts nothing. The local runtime only: a docker cluster started on a helper
+    thread would share the Docker client with the run playing on the main thread, a path
+    no test covers."""
     if backend != "local":
         return
     prediction = run_scenario(scenario, version.generation)
     key = warm_key(scenario, prediction, version.name, backend, controllers)
+    if key is not None and key == playing_key:
+        return  # the next run takes the playing run's cluster once that run is done
     # built on the main thread while another run plays: its "network steps" lines would
     # land in that run's output; the run that takes it says where its cluster came from
     build = cluster_builder(

@@ -352,10 +352,8 @@ class ScenarioItem(pytest.Item):
             theirs = resolve_version(nxt.target)
             if unavailable(theirs, backend) is not None:
                 return
-            key = nxt._cluster_key(theirs, backend)
-            if key is not None and key == self._cluster_key(version, backend):
-                return  # it takes this item's cluster once this item is done with it
-            prestart_next(warm, nxt.scenario, theirs, backend, nxt.run_id())
+            mine = self._cluster_key(version, backend)
+            prestart_next(warm, nxt.scenario, theirs, backend, nxt.run_id(), playing_key=mine)
         except Exception as exc:  # a speed-up only: the next item says why it cannot run
             warnings.warn(f"no background start for {nxt.name}: {exc}", stacklevel=1)
 

@@ -31,7 +31,6 @@ child refuses to run unless ``reference_model.transitions`` really is the compil
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import importlib.machinery
 import importlib.metadata
@@ -49,7 +48,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from harness import native_replace
+from harness import locks, native_replace
 
 # Bump when the way a build is made changes (module list, options): old builds go stale.
 # 3: the copy's ``_replace`` calls are rewritten positionally (``harness.native_replace``,
@@ -207,19 +206,14 @@ def _builder_lock(root: Path, say: Callable[[str], None] | None) -> Iterator[Non
     frees it), and it leaves no file behind; the atomic rename below still guards a cache
     the lock cannot cover (a file system without ``flock``).
     """
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if say is not None:
-                say(f"another builder is compiling in {root}: waiting for it ...")
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass  # no flock here: builders race, the rename keeps the cache whole
+
+    def waiting() -> None:
+        if say is not None:
+            say(f"another builder is compiling in {root}: waiting for it ...")
+
+    # best effort: with no flock here builders race, and the rename keeps the cache whole
+    with locks.exclusive(root, waiting, best_effort=True):
         yield
-    finally:
-        os.close(fd)
 
 
 def _build_locked(

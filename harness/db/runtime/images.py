@@ -23,7 +23,6 @@ that builds it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import functools
 import hashlib
 import io
@@ -39,6 +38,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness import locks
 from harness.db import BrokerUnavailable, kafka_dists
 from harness.db.catalogue.versions import KafkaVersion
 
@@ -86,14 +86,12 @@ def build_lock() -> Iterator[None]:
         finally:
             _lock_depth -= 1
         return
-    with LOCK_FILE.open("a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+    with locks.exclusive(LOCK_FILE):
         _lock_depth = 1
         try:
             yield
         finally:
             _lock_depth = 0
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 class ImageMissing(BrokerUnavailable):

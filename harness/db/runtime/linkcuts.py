@@ -8,7 +8,6 @@ nodes: each node's namespace (local, :mod:`harness.db.runtime.netns`) or contain
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import ipaddress
 import os
 import re
@@ -18,6 +17,8 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal, Protocol
+
+from harness import locks
 
 CLIENT = "client"
 """The harness's clients (root namespace, the bridge's address) as a partition peer."""
@@ -107,12 +108,8 @@ def _alive(pid: int, start_time: int) -> bool:
 def _locked() -> Iterator[None]:
     """Serialise subnet choice and reaping between concurrent harness processes."""
     STATE_DIR.mkdir(parents=True, exist_ok=True)
-    with (STATE_DIR / ".lock").open("w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with locks.exclusive(STATE_DIR / ".lock"):
+        yield
 
 
 def _iptables_backends() -> list[str]:

@@ -31,8 +31,8 @@ def exclusive(
     runs the block unlocked instead of failing (callers whose result is kept whole by an
     atomic rename anyway).
     """
-    flags = os.O_RDONLY if path.is_dir() else os.O_RDWR | os.O_CREAT
-    fd = os.open(path, flags, 0o644)
+    # read-only is enough for flock: a lock file another user made (0644 in /tmp) still locks
+    fd = os.open(path, os.O_RDONLY if path.is_dir() else os.O_RDONLY | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -62,7 +62,14 @@ from harness.db.catalogue.versions import resolve_version
 from harness.generator.record import RunRecord
 from harness.generator.runner import prestart_next
 from harness.generator.scenarios import SCENARIO_DIR, load_scenario
-from harness.generator.warm import WarmClusters, reuse_rank, warm_key
+from harness.generator.warm import (
+    Slot,
+    WarmClusters,
+    clock_bound,
+    play_order,
+    reuse_rank,
+    warm_key,
+)
 from harness.trial import trial
 from reference_model.run import run_scenario
 
@@ -148,15 +155,22 @@ def prestart_if_fresh(
 
 
 def warm_order(scenarios: list[str], version: str, backend: str) -> list[str]:
-    """The scenarios grouped by cluster configuration (as ``matrix`` plays them)."""
+    """The scenarios in the order ``matrix`` plays them on warm clusters (``play_order``)."""
     v = resolve_version(version)
 
-    def key(name: str) -> tuple[str, int, str]:
+    def slot(name: str) -> Slot:
         sc = load_scenario(SCENARIO_DIR / f"{name}.yaml")
         prediction = run_scenario(sc, v.generation)
-        return reuse_rank(warm_key(sc, prediction, v.name, backend, 1), prediction, name)
+        key = warm_key(sc, prediction, v.name, backend, 1)
+        return Slot(
+            0,
+            key,
+            reuse_rank(key, prediction, name),
+            len(sc.steps),
+            clock_bound(sc, prediction),
+        )
 
-    return sorted(scenarios, key=key)
+    return play_order(scenarios, slot)
 
 
 @contextlib.contextmanager

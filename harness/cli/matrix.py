@@ -25,7 +25,15 @@ from harness.cli.matrix_jobs import PLAYED_AGAIN, default_jobs, run_parallel
 from harness.cli.overrides import add_overrides
 from harness.db.catalogue.versions import resolve_version
 from harness.generator.scenarios import catalogue, load_scenario
-from harness.generator.warm import WarmClusters, reap_stale, reuse_rank, warm_key
+from harness.generator.warm import (
+    Slot,
+    WarmClusters,
+    clock_bound,
+    play_order,
+    reap_stale,
+    reuse_rank,
+    warm_key,
+)
 from reference_model.profiles import FORMS, GENERATIONS, generation
 from reference_model.run import RunResult, run_scenario
 from reference_model.scenario import Scenario, ScenarioError
@@ -181,19 +189,26 @@ def reuse_order(pending: list[Cell], backend: str) -> list[Cell]:
     """The cells in the order a warm cluster serves best: model cells first, then broker
     cells by version (in the order given) and cluster configuration (harness.generator.warm),
     so each configuration's cells follow one another on one running cluster, the tidiest
-    first (``reuse_rank``: the last one's reset is never made)."""
+    first (``reuse_rank``: the last one's reset is never made), and each configuration's
+    cluster starts while a run that waits on Kafka's clock plays (``play_order``)."""
     versions: dict[str, int] = {}
     for c in pending:
-        versions.setdefault(c.target, len(versions))
+        if not c.model_only:
+            versions.setdefault(c.target, len(versions))
 
-    def order(c: Cell) -> tuple[int, int, tuple[str, int, str]]:
-        if c.model_only:
-            return (0, 0, ("", 0, ""))
+    def slot(c: Cell) -> Slot:
         prediction = run_scenario(c.scenario, c.protocol)
         key = warm_key(c.scenario, prediction, resolve_version(c.target).name, backend, 1)
-        return (1, versions[c.target], reuse_rank(key, prediction, c.scenario.name))
+        return Slot(
+            versions[c.target],
+            key,
+            reuse_rank(key, prediction, c.scenario.name),
+            len(c.scenario.steps),
+            clock_bound(c.scenario, prediction),
+        )
 
-    return sorted(pending, key=order)
+    broker = [c for c in pending if not c.model_only]
+    return [c for c in pending if c.model_only] + play_order(broker, slot)
 
 
 def cell_key(c: Cell, backend: str) -> str | None:

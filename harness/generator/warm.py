@@ -41,7 +41,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness import timing
 from harness.db import Cluster
@@ -52,6 +52,8 @@ from harness.generator.warm_reset import dirty, reset
 from harness.nemesis.failover import unnoticed_restarts
 from reference_model.run import RunResult
 from reference_model.scenario import Scenario
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -139,9 +141,88 @@ def leftover(prediction: RunResult) -> int:
 def reuse_rank(key: str | None, prediction: RunResult, name: str) -> tuple[str, int, str]:
     """Sort key of a run among those one warm pool plays: grouped by cluster configuration
     (:func:`warm_key`; "~", after every one, for a run that needs a fresh cluster), tidiest
-    first within a group (:func:`leftover`), then by name. ``matrix``, the pytest plugin and
-    the benchmark order their runs with it."""
+    first within a group (:func:`leftover`), then by name; :func:`play_order` orders the
+    groups."""
     return (key or "~", leftover(prediction), name)
+
+
+def clock_bound(scenario: Scenario, prediction: RunResult) -> bool:
+    """Whether the run waits on one of Kafka's own clocks, whatever cluster it plays on: the
+    leader's ``replica.lag.time.max.ms`` at an ``isr_shrink``, or the session of a broker cut
+    from ZooKeeper (or the KRaft controller) lapsing (:func:`harness.generator.realise.needs`
+    names the brokers that get the short settings).
+
+    Why: while such a run waits (6-20 s on every version, 7 Dec 2026) its JVMs and the
+    harness are idle, so a cluster started in the background then costs the next run
+    nothing; after a short run (3-5 s) the next run waited 2-3.4 s of its start
+    (:func:`play_order`)."""
+    want = needs(scenario, prediction)
+    return bool(want.lag_on or want.short_session)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What :func:`play_order` needs of one run: ``group`` (the position of its version: runs
+    never move across versions), its cluster configuration (:func:`warm_key`), its place
+    within the configuration (:func:`reuse_rank`), its number of steps and
+    :func:`clock_bound`."""
+
+    group: int
+    key: str | None
+    rank: tuple[str, int, str]
+    steps: int
+    clock_bound: bool
+
+
+def play_order(items: list[T], slot: Callable[[T], Slot]) -> list[T]:
+    """The order one warm pool plays ``items`` in: each version's runs together (versions as
+    ``group`` says), each cluster configuration's runs one after another (the tidiest first,
+    :func:`reuse_rank`), and the configurations (a run that needs a fresh cluster is one
+    alone) in an order that starts each cluster while a run that waits on Kafka's clock
+    plays.
+
+    Why: a configuration's cluster is started in the background while the run before it
+    plays (:meth:`WarmClusters.prestart`). Behind a short run the start was still going
+    when the run ended, and the next run waited for it (2.4-3.4 s on 0.10.2.1, four runs
+    of fifteen, 7 Dec 2026); behind a :func:`clock_bound` run (6-20 s, the CPU idle) it is
+    done in time. So the configurations alternate: one whose last run is clock-bound,
+    then one whose last run is not (configurations of several runs first, then single
+    runs by their number of steps, so the one left without a long run before it, when
+    there are more of them, is the one with the most steps); a version starts with a
+    clock-bound one, whose start waits either way. Which broker behaviour a run sees does
+    not depend on the order: each run plays on a cluster checked clean (:func:`dirty`)."""
+    slots = [slot(it) for it in items]
+    out: list[int] = []
+    after_long = False
+    for group in sorted({s.group for s in slots}):
+        shared: dict[str, list[int]] = {}
+        units: list[list[int]] = []
+        for i, s in enumerate(slots):
+            if s.group != group:
+                continue
+            if s.key is None:
+                units.append([i])
+            elif s.key in shared:
+                shared[s.key].append(i)
+            else:
+                shared[s.key] = [i]
+                units.append(shared[s.key])
+        for u in units:
+            u.sort(key=lambda i: slots[i].rank)
+
+        def ends_long(u: list[int]) -> bool:
+            return slots[u[-1]].clock_bound
+
+        longs = sorted((u for u in units if ends_long(u)), key=lambda u: slots[u[0]].rank)
+        shorts = sorted(
+            (u for u in units if not ends_long(u)),
+            key=lambda u: (len(u) == 1, slots[u[0]].steps, slots[u[0]].rank),
+        )
+        while longs or shorts:
+            unit = shorts.pop(0) if shorts and (after_long or not longs) else longs.pop(0)
+            out += unit
+            after_long = ends_long(unit)
+    return [items[i] for i in out]
 
 
 def reap_stale(root: Path) -> int:

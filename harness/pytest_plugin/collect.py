@@ -33,7 +33,7 @@ from harness.pytest_plugin.options import (
 from reference_model.scenario import Scenario, ScenarioError
 
 if TYPE_CHECKING:
-    from harness.generator.warm import WarmClusters
+    from harness.generator.warm import Slot, WarmClusters
     from reference_model.run import RunResult
 
 # ---------------------------------------------------------------- scenario files as tests
@@ -62,11 +62,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mine = [items[i] for i in slots]
     order = {v: k for k, v in enumerate(settings.versions)}
 
-    def key(it: pytest.Item) -> tuple[int, int, tuple[str, int, str]]:
-        assert isinstance(it, ScenarioItem)
-        return it.reuse_key(settings.backend, order)
+    from harness.generator.warm import play_order
 
-    for i, it in zip(slots, sorted(mine, key=key), strict=True):
+    def slot(it: ScenarioItem) -> Slot:
+        return it.slot(settings.backend, order)
+
+    scenario_items = [it for it in mine if isinstance(it, ScenarioItem)]
+    model = [it for it in scenario_items if it.target.startswith("model:")]
+    broker = [it for it in scenario_items if not it.target.startswith("model:")]
+    for i, it in zip(slots, model + play_order(broker, slot), strict=True):
         items[i] = it
 
 
@@ -164,23 +168,23 @@ class ScenarioItem(pytest.Item):
             prediction = run_scenario(self.scenario, version.generation)
         return warm_key(self.scenario, prediction, version.name, backend, 1)
 
-    def reuse_key(
-        self, backend: str, order: dict[str, int]
-    ) -> tuple[int, int, tuple[str, int, str]]:
-        """Where a warm cluster wants this item: model items first, then by version and
-        cluster configuration, the tidiest first (harness.generator.warm.reuse_rank)."""
-        if self.target.startswith("model:"):
-            return (0, 0, ("", 0, ""))
-        from harness.generator.warm import reuse_rank
+    def slot(self, backend: str, order: dict[str, int]) -> Slot:
+        """Where a warm cluster wants this broker item (harness.generator.warm.play_order):
+        by version (``order``), cluster configuration, the tidiest first, each
+        configuration's cluster started while a run that waits on Kafka's clock plays."""
+        from harness.generator.warm import Slot, clock_bound, reuse_rank
         from reference_model.run import run_scenario
 
+        steps = len(self.scenario.steps)
+        group = order.get(self.target, 0)
         try:
             version = resolve_version(self.target)
             prediction = run_scenario(self.scenario, version.generation)
         except Exception:  # the item itself reports it
-            return (1, order.get(self.target, 0), ("~", 0, self.scenario.name))
+            return Slot(group, None, ("~", 0, self.scenario.name), steps, False)
         key = self._cluster_key(version, backend, prediction)
-        return (1, order.get(self.target, 0), reuse_rank(key, prediction, self.scenario.name))
+        rank = reuse_rank(key, prediction, self.scenario.name)
+        return Slot(group, key, rank, steps, clock_bound(self.scenario, prediction))
 
     def runtest(self) -> None:
         if self.target.startswith("model:"):

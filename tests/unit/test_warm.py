@@ -117,6 +117,62 @@ def test_within_a_configuration_the_run_that_leaves_most_behind_is_played_last()
         assert sorted(got) == sorted(three)
 
 
+def test_each_cluster_starts_while_a_run_waits_on_kafkas_clock() -> None:
+    """On every catalogue version, as ``matrix`` plays the catalogue: a version starts with a
+    run that waits on one of Kafka's timers (its cluster's start waits either way), each
+    configuration's runs are adjacent, and a configuration whose first run is short follows
+    a clock-bound run, but for as many as there are more such configurations than
+    clock-bound ones (each can hide one start), and those with the most steps."""
+    from harness.cli.matrix import reuse_order
+    from harness.db.catalogue.versions import CATALOGUE
+    from harness.generator.scenarios import catalogue
+    from harness.generator.warm import clock_bound
+
+    names = [load_scenario(p).name for p in catalogue()]
+    for target in CATALOGUE:
+        v = resolve_version(target)
+        played = [c.scenario for c in reuse_order([_cell(n, target) for n in names], "local")]
+        assert sorted(s.name for s in played) == sorted(names)
+        runs = [(s, run_scenario(s, v.generation)) for s in played]
+        keys = [warm_key(s, p, v.name, "local", 1) for s, p in runs]
+        long = [clock_bound(s, p) for s, p in runs]
+        assert long[0], (target, played[0].name)
+        starts = [
+            k for k in range(len(runs)) if keys[k] is None or keys[k] != keys[k - 1] or k == 0
+        ]
+        shared = [k for k in keys if k is not None]
+        for k in set(shared):  # adjacent
+            at = [i for i, x in enumerate(keys) if x == k]
+            assert at == list(range(at[0], at[-1] + 1)), (target, k)
+        unit_ends = [*(s - 1 for s in starts[1:]), len(runs) - 1]
+        n_long = sum(long[e] for e in unit_ends)
+        n_short = len(unit_ends) - n_long
+        unhidden = [played[k].name for k in starts[1:] if not long[k] and not long[k - 1]]
+        assert len(unhidden) == max(0, n_short - n_long), (target, unhidden)
+    # 0.10.2.1: five short configurations, four clock-bound ones; the one left is the
+    # single run with the most steps
+    v = resolve_version("0.10.2.1")
+    played = [c.scenario.name for c in reuse_order([_cell(n, v.name) for n in names], "local")]
+    assert played[-1] == "controller-failover-missed-change", played
+
+
+def test_play_order_keeps_versions_apart_and_alternates() -> None:
+    from harness.generator.warm import Slot, play_order
+
+    def s(group: int, key: str | None, name: str, long: bool, steps: int = 5) -> Slot:
+        return Slot(group, key, (key or "~", 0, name), steps, long)
+
+    given = {
+        "a1": s(0, "a", "a1", False), "a2": s(0, "a", "a2", False),
+        "x": s(0, None, "x", True), "y": s(0, None, "y", False, 9), "z": s(0, None, "z", False, 3),
+        "w": s(1, None, "w", False), "v": s(1, None, "v", True),
+    }  # fmt: skip
+    got = play_order(list(given), lambda n: given[n])
+    # version 0: the clock-bound x first, then the shared configuration a (first among the
+    # short ones), then z and y by steps; version 1 after it, its clock-bound v first
+    assert got == ["x", "a1", "a2", "z", "y", "v", "w"], got
+
+
 def _cell(name: str, target: str) -> Any:
     from harness.cli.matrix import Cell
 

@@ -197,3 +197,40 @@ def _sent_ms_ago(pid: int) -> int:
     conns = tcp._to_target(pid, os.getpid()) or []
     info = tcp.parse_ss_info(text)
     return max((info.get((s.local, s.remote), (0, 0))[0] or 0 for s in conns), default=0)
+
+
+CHILD_MIXED = """
+import socket, sys, time
+four = socket.socket(); four.bind(("127.0.0.1", 0)); four.listen()
+six = socket.socket(socket.AF_INET6); six.bind(("::1", 0)); six.listen()
+pair = socket.socketpair()  # two Unix sockets, as a JVM holds one
+c = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+c.sendall(b"fetch")
+print(four.getsockname()[1], six.getsockname()[1], flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self/net") or not socket.has_ipv6, reason="needs /proc and IPv6"
+)
+def test_sockets_of_finds_ipv4_and_ipv6_sockets_of_processes_in_one_namespace() -> None:
+    """The tables are read once for both processes, ``tcp`` first: a socket only ``tcp6``
+    lists is still found (the Unix ones are not looked for), and each process gets its own."""
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError as exc:
+        pytest.skip(f"no IPv6 loopback here: {exc}")
+    with _child_follower(CHILD_MIXED) as (child, _conn):
+        assert child.stdout is not None
+        four, six = (int(p) for p in child.stdout.readline().split())
+        found = tcp.sockets_of([child.pid, os.getpid()])
+        assert found is not None
+        theirs, mine = found
+        listening = sorted(s.local[1] for s in theirs if s.state == tcp.LISTEN)
+        assert listening == sorted([four, six])
+        assert any(s.state == tcp.ESTABLISHED for s in theirs)
+        assert not {s.inode for s in theirs} & {s.inode for s in mine}
+        assert tcp.process_sockets(child.pid) == theirs

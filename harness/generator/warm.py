@@ -188,9 +188,10 @@ def play_order(items: list[T], slot: Callable[[T], Slot]) -> list[T]:
     done in time. So the configurations alternate: one whose last run is clock-bound,
     then one whose last run is not (configurations of several runs first, then single
     runs by their number of steps, so the one left without a long run before it, when
-    there are more of them, is the one with the most steps); a version starts with a
-    clock-bound one, whose start waits either way. Which broker behaviour a run sees does
-    not depend on the order: each run plays on a cluster checked clean (:func:`dirty`)."""
+    there are more of them, is the one with the most steps); first of all, and after a
+    short run, a clock-bound one, whose start waits either way. Which broker behaviour a
+    run sees does not depend on the order: each run plays on a cluster checked clean
+    (:func:`dirty`)."""
     slots = [slot(it) for it in items]
     out: list[int] = []
     after_long = False

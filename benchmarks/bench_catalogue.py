@@ -65,9 +65,8 @@ from harness.generator.scenarios import SCENARIO_DIR, load_scenario
 from harness.generator.warm import (
     Slot,
     WarmClusters,
-    clock_bound,
     play_order,
-    reuse_rank,
+    slot_of,
     warm_key,
 )
 from harness.trial import trial
@@ -160,15 +159,7 @@ def warm_order(scenarios: list[str], version: str, backend: str) -> list[str]:
 
     def slot(name: str) -> Slot:
         sc = load_scenario(SCENARIO_DIR / f"{name}.yaml")
-        prediction = run_scenario(sc, v.generation)
-        key = warm_key(sc, prediction, v.name, backend, 1)
-        return Slot(
-            0,
-            key,
-            reuse_rank(key, prediction, name),
-            len(sc.steps),
-            clock_bound(sc, prediction),
-        )
+        return slot_of(0, sc, run_scenario(sc, v.generation), v.name, backend)
 
     return play_order(scenarios, slot)
 

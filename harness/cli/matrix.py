@@ -28,10 +28,9 @@ from harness.generator.scenarios import catalogue, load_scenario
 from harness.generator.warm import (
     Slot,
     WarmClusters,
-    clock_bound,
     play_order,
     reap_stale,
-    reuse_rank,
+    slot_of,
     warm_key,
 )
 from reference_model.profiles import FORMS, GENERATIONS, generation
@@ -198,14 +197,8 @@ def reuse_order(pending: list[Cell], backend: str) -> list[Cell]:
 
     def slot(c: Cell) -> Slot:
         prediction = run_scenario(c.scenario, c.protocol)
-        key = warm_key(c.scenario, prediction, resolve_version(c.target).name, backend, 1)
-        return Slot(
-            versions[c.target],
-            key,
-            reuse_rank(key, prediction, c.scenario.name),
-            len(c.scenario.steps),
-            clock_bound(c.scenario, prediction),
-        )
+        name = resolve_version(c.target).name
+        return slot_of(versions[c.target], c.scenario, prediction, name, backend)
 
     broker = [c for c in pending if not c.model_only]
     return [c for c in pending if c.model_only] + play_order(broker, slot)

@@ -174,6 +174,16 @@ class Slot:
     clock_bound: bool
 
 
+def slot_of(
+    group: int, scenario: Scenario, prediction: RunResult, version_name: str, backend: str
+) -> Slot:
+    """A run's :class:`Slot`, for a cluster of one KRaft controller (as ``matrix``, the pytest
+    plugin and the benchmark start them)."""
+    key = warm_key(scenario, prediction, version_name, backend, 1)
+    rank = reuse_rank(key, prediction, scenario.name)
+    return Slot(group, key, rank, len(scenario.steps), clock_bound(scenario, prediction))
+
+
 def play_order(items: list[T], slot: Callable[[T], Slot]) -> list[T]:
     """The order one warm pool plays ``items`` in: each version's runs together (versions as
     ``group`` says), each cluster configuration's runs one after another (the tidiest first,

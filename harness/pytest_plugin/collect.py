@@ -172,19 +172,17 @@ class ScenarioItem(pytest.Item):
         """Where a warm cluster wants this broker item (harness.generator.warm.play_order):
         by version (``order``), cluster configuration, the tidiest first, each
         configuration's cluster started while a run that waits on Kafka's clock plays."""
-        from harness.generator.warm import Slot, clock_bound, reuse_rank
+        from harness.generator.warm import Slot, slot_of
         from reference_model.run import run_scenario
 
-        steps = len(self.scenario.steps)
         group = order.get(self.target, 0)
         try:
             version = resolve_version(self.target)
             prediction = run_scenario(self.scenario, version.generation)
         except Exception:  # the item itself reports it
+            steps = len(self.scenario.steps)
             return Slot(group, None, ("~", 0, self.scenario.name), steps, False)
-        key = self._cluster_key(version, backend, prediction)
-        rank = reuse_rank(key, prediction, self.scenario.name)
-        return Slot(group, key, rank, steps, clock_bound(self.scenario, prediction))
+        return slot_of(group, self.scenario, prediction, version.name, backend)
 
     def runtest(self) -> None:
         if self.target.startswith("model:"):

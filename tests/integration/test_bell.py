@@ -3,10 +3,11 @@
 What it rests on, each able to fail: one record appended to the bell answers the Fetch a
 paused follower left parked at the leader, at once (``replica.fetch.wait.max.ms`` is 30 s
 here, so nothing else answers it within the test's bound; with the ring made a no-op the
-test fails); a broker that does not lead the bell is not rung; and a reused cluster's
-reset deletes the bell with the run's topic (controller and disk), so the clean check
-passes. ZooKeeper mode (0.10.2.1, 3.3.1) and KRaft (4.0.0): each version's purgatory
-completes the parked Fetch from its own code path (bell.py's docstring).
+test fails), and the record is in the leader's log when the ring returns; a broker that
+does not lead the bell is not rung; and a reused cluster's reset deletes the bell with the
+run's topic (controller and disk), so the clean check passes. ZooKeeper mode (0.10.2.1,
+3.3.1) and KRaft (4.0.0): each version's purgatory completes the parked Fetch from its own
+code path (bell.py's docstring).
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def test_a_ring_answers_the_fetch_a_paused_follower_left_parked(
             assert not book.bell.ring("A", 0, [], "test"), "A does not lead the bell"
             assert book.bell.not_leading == 1
             assert book._ring("B", ["A"], "test")
+            # rung means appended: the record is in B's bell log when the ring returns (a
+            # ring sent and not waited for was appended in the next step, docs/ci.md)
+            assert book.bell.rings[-1]["appended"] is True
+            bell_dir = cluster.partition_dir("B", book.bell.topic)
+            assert sum(f.stat().st_size for f in bell_dir.glob("*.log")) > 0
             took = wait(lambda: tcp.answered(a, b) is True, "B's answer in A's socket", 5.0)
             assert took < TIMER_MS / 1000 / 3, took
             assert [r["at"] for r in book.bell.rings] == ["B"]

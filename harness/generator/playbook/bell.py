@@ -41,6 +41,7 @@ partition would change what they carry.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from harness.client.producer import Producer
@@ -59,6 +60,10 @@ SCRIPTED_REQUESTS = ("leader_and_isr", "controller_failover", "partition", "heal
 
 RING_TIMEOUT_MS = 2000
 """The bell producer's request and message timeout: a ring is best effort."""
+
+RING_GRACE = 0.5
+"""Seconds past ``RING_TIMEOUT_MS`` a ring waits for its delivery report (the producer
+reports a message it timed out, so the wait ends on a report either way)."""
 
 
 def enabled() -> bool:
@@ -92,8 +97,18 @@ class Doorbell:
 
     def ring(self, leader: str, step: int, waiting: list[str], why: str) -> bool:
         """Append one record to the bell at ``leader`` (running, not stopped: the caller's
-        to know) if it leads the bell; True when rung. Each ring is listed for run.json:
-        the step, the broker, whose parked Fetch the harness waited for, and why."""
+        to know) if it leads the bell; True when the leader appended it. Each ring is
+        listed for run.json: the step, the broker, whose parked Fetch the harness waited
+        for, why, whether it was appended and how long that took.
+
+        It returns once the leader has acknowledged the record (acks=1: appended), so the
+        Fetches it answers are those parked during the step that rang. A ring sent and not
+        waited for answered a Fetch of the next step: a CI trial of 7 Dec 2026 (4.1.0,
+        kip101-scenario2 on a reused cluster) had step 1's ring, the first on a new
+        producer (a connection and a metadata request first), appended ~50 ms into step 2
+        (``fetch: B``), where it answered B's next Fetch, parked at the leader, with HW 1,
+        and B applied the HW a round before the model. A ring not acknowledged within the
+        producer's timeout is False (not rung, as far as the caller knows)."""
         if not self.leads(leader):
             self.not_leading += 1
             return False
@@ -102,9 +117,22 @@ class Doorbell:
             host, port = self.cluster.broker_address(leader)
             p = Producer(f"{host}:{port}", "1", timeout_ms=RING_TIMEOUT_MS, topic=self.topic)
             self._producers[leader] = p
-        p.send(f"ring-{len(self.rings) + 1}")
-        self.rings.append({"step": step, "at": leader, "waiting_for": waiting, "why": why})
-        return True
+        t0 = time.monotonic()
+        d = p.send(f"ring-{len(self.rings) + 1}")
+        deadline = t0 + RING_TIMEOUT_MS / 1000 + RING_GRACE
+        while d.status == "pending" and time.monotonic() < deadline:
+            p.poll(0.005)
+        self.rings.append(
+            {
+                "step": step,
+                "at": leader,
+                "waiting_for": waiting,
+                "why": why,
+                "appended": d.status == "acked",
+                "seconds": round(time.monotonic() - t0, 3),
+            }
+        )
+        return d.status == "acked"
 
     def to_json(self) -> dict[str, Any]:
         return {"topic": self.topic, "rings": self.rings, "not_leading": self.not_leading}

@@ -10,13 +10,15 @@ Two claims, each able to fail:
   wherever they run) are played grouped by configuration, by name within a group (not the
   matrix's tidiest-first order, harness.generator.warm.reuse_rank: here every reset the
   catalogue can need is made, 0.10.2.1's halted brokers after kip966 included); every run
-  whose configuration an earlier run had is played on the reused cluster (a refusal means
-  the reset left it dirty, and fails the test), and each verdict equals a fresh run's.
-  Fresh catalogue runs match the model (or stop where it predicts a prevention) on every
-  version, so a warm run with that verdict has the fresh verdict; a warm run with any
-  other verdict is played again on a fresh cluster and both must agree (verdict, lost and
-  divergent records, every replica's log). A few scenarios are compared
-  with a fresh run directly, logs included, whatever their verdict.
+  whose configuration an earlier run of its session had is played on the reused cluster (a
+  refusal means the reset left it dirty, and fails the test), and each verdict equals a
+  fresh run's. Fresh catalogue runs match the model (or stop where it predicts a
+  prevention) on every version, so a warm run with that verdict has the fresh verdict; a
+  warm run with any other verdict is played again on a fresh cluster and both must agree
+  (verdict, lost and divergent records, every replica's log). Three scenarios (DIRECT) are
+  compared with a fresh run directly, logs included, whatever their verdict: each opens a
+  session on a new cluster (its fresh run) and is played again at the session's end on the
+  reused one (:func:`sessions`).
 
 Skips with the reason when a release tree is missing; the network parts need root.
 ``HWCHAOS_WARM_VERSIONS=0.10.2.1,4.0.0`` plays the catalogue part on those versions only.
@@ -203,27 +205,32 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
                 assert not t.record.cluster.reused
                 assert "fresh cluster" in t.record.cluster.why_fresh
         return
-    plan = catalogue_order(version)
     by_name = {load_scenario(p).name: load_scenario(p) for p in catalogue()}
     warm_runs: dict[str, Trial] = {}
-    seen: set[str] = set()
+    fresh_runs: dict[str, Trial] = {}
     must_reuse: list[str] = []
 
     def say(_m: str) -> None:
         pass
 
-    with WarmClusters(tmp_path / "warm") as pool:
-        for name, key in plan:
-            if key in seen:
-                must_reuse.append(name)
-            seen.add(key)
-            warm_runs[name], _ = trial_realised(
-                lambda folder, name=name: trial(
-                    by_name[name], v, "local", folder, name, say, warm=pool
-                ),
-                tmp_path / "warm-runs" / name,
-                lambda t: t.verdict,
-            )
+    for k, session in enumerate(sessions(catalogue_order(version))):
+        # One cluster per session: the pool starts it for the session's first run (a
+        # fresh cluster: that run is the fresh reference of a DIRECT scenario, or plain),
+        # and every later run of the session must take it as the last run left it.
+        with WarmClusters(tmp_path / f"warm-{k}") as pool:
+            for i, name in enumerate(session):
+                if i == 0 and name in DIRECT:
+                    fresh_runs[name] = fresh_reference(by_name[name], v, pool, tmp_path, say)
+                    continue
+                if i > 0:
+                    must_reuse.append(name)
+                warm_runs[name], _ = trial_realised(
+                    lambda folder, name=name: trial(
+                        by_name[name], v, "local", folder, name, say, warm=pool
+                    ),
+                    tmp_path / "warm-runs" / name,
+                    lambda t: t.verdict,
+                )
     assert jvms_under(tmp_path) == []
     refused = [
         f"{n}: {warm_runs[n].record.cluster.why_fresh}"
@@ -233,22 +240,70 @@ def test_the_catalogue_on_a_warm_cluster_gives_the_fresh_verdicts(
     assert not refused, "runs that should have reused the cluster did not:\n" + "\n".join(refused)
     assert must_reuse, "no scenario shares a configuration: nothing was reused"
     differ = []
-    for name, _key in plan:
-        warm = warm_runs[name]
-        if name not in DIRECT and warm.info.verdict in ("match", "prevented"):
-            continue  # what a fresh run gives (the catalogue matches on every version)
-        fresh, _ = trial_realised(
-            lambda folder, name=name: trial(by_name[name], v, "local", folder, name, say),
-            tmp_path / "fresh-runs" / name,
-            lambda t: t.verdict,
-        )
+    for name, warm in warm_runs.items():
+        fresh = fresh_runs.get(name)
+        if fresh is None:
+            if warm.info.verdict in ("match", "prevented"):
+                continue  # what a fresh run gives (the catalogue matches on every version)
+            fresh, _ = trial_realised(
+                lambda folder, name=name: trial(by_name[name], v, "local", folder, name, say),
+                tmp_path / "fresh-runs" / name,
+                lambda t: t.verdict,
+            )
         if outcome(fresh) != outcome(warm):
             differ.append(
                 f"{name}: warm {outcome(warm)} (reused={warm.record.cluster.reused}) "
                 f"fresh {outcome(fresh)}; warm: {where_it_differs(warm)}; "
                 f"folders {warm.record.folder} {fresh.record.folder}"
             )
+    assert set(fresh_runs) == {n for n in DIRECT if n in warm_runs}, sorted(fresh_runs)
     assert not differ, "\n".join(differ)
+
+
+def sessions(plan: list[tuple[str, str]]) -> list[list[str]]:
+    """The runs of :func:`catalogue_order` cut into sessions of one cluster each.
+
+    A DIRECT scenario is compared with a fresh run of itself; the fresh run costs nothing
+    extra when it is the first run on a new cluster, which every configuration's first run
+    is. So a configuration's first session opens with its first DIRECT scenario played
+    fresh, then every other scenario of the configuration by name, then that DIRECT
+    scenario again on the reused cluster; each further DIRECT scenario of the configuration
+    gets a session of its own, fresh then reused. Two cluster starts fewer per version than
+    a fresh cluster for each DIRECT run beside the warm ones, with the same runs compared.
+    """
+    groups: dict[str, list[str]] = {}
+    for name, key in plan:
+        groups.setdefault(key, []).append(name)
+    out: list[list[str]] = []
+    for names in groups.values():
+        direct = [n for n in names if n in DIRECT]
+        if not direct:
+            out.append(names)
+            continue
+        rest = [n for n in names if n not in DIRECT]
+        out.append([direct[0], *rest, direct[0]])
+        out += [[d, d] for d in direct[1:]]
+    return out
+
+
+def fresh_reference(
+    scenario: Any, v: Any, pool: WarmClusters, tmp_path: Path, say: Callable[[str], None]
+) -> Trial:
+    """``scenario`` played as the first run of ``pool`` (a cluster started for it, no run
+    before it), or, when the harness flagged its own step and the run is played once more,
+    on a fresh cluster of its own: never on the pool's cluster after it was used."""
+    played: list[bool] = []
+
+    def play(folder: Path) -> Trial:
+        pooled = not played
+        played.append(True)
+        return trial(
+            scenario, v, "local", folder, scenario.name, say, warm=pool if pooled else None
+        )
+
+    fresh, _ = trial_realised(play, tmp_path / "fresh-runs" / scenario.name, lambda t: t.verdict)
+    assert not fresh.record.cluster.reused, fresh.record.cluster.to_json()
+    return fresh
 
 
 # ------------------------------------------------------------------ the pytest plugin

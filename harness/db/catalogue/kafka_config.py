@@ -38,6 +38,10 @@ from harness.db.specs import TopicSpec
 from harness.readback.hw import HW_CHECKPOINT_INTERVAL_MS
 
 SESSION_TIMEOUT_MS = 60_000
+CONTROLLER_HW_CHECKPOINT_INTERVAL_MS = 5_000
+"""The HW checkpoint of a ZooKeeper-mode controller broker (and its spare): Kafka's default.
+They host no replica of a run's partitions, so nothing reads their checkpoint; the 10 ms
+of the replicas (:data:`HW_CHECKPOINT_INTERVAL_MS`) is most of an idle broker's CPU."""
 LAG_TIME_MAX_MS = 600_000
 FETCH_WAIT_MAX_MS = 1000
 """``replica.fetch.wait.max.ms``: a follower that has just appended sends its next Fetch at

@@ -12,12 +12,14 @@ code path (bell.py's docstring).
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harness.checker.hw import HARNESS_NOTE
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
 from harness.db.catalogue.versions import resolve_version
@@ -92,6 +94,58 @@ def test_a_ring_answers_the_fetch_a_paused_follower_left_parked(
             view.close()
         assert not any(cluster.partition_dir(n, bell).exists() for n in cluster.brokers)
         assert dirty(cluster, [cluster.topic]) is None
+    finally:
+        cluster.close()
+        assert jvms_under(tmp_path) == []
+
+
+def test_a_ring_the_leader_did_not_acknowledge_is_noted_until_settled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ring whose wait gives up is no proof that nothing was appended: the leader, paused
+    while the Produce sat in its socket, appends it when it runs again, in whatever step is
+    playing then. Every step from that ring on says so (a harness note), so a HW that
+    differs there is read as the harness's miss, not as evidence on the model."""
+    monkeypatch.delenv("HWCHAOS_DOORBELL", raising=False)
+    v = resolve_version("0.10.2.1")
+    try:
+        find_tree(v)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")  # B leads, A follows
+    cluster = LocalCluster(v, ["A", "B"], tmp_path / "c")
+    try:
+        cluster.start()
+        book = Playbook(cluster, scenario, v, run_scenario(scenario, v.generation))
+        try:
+            book.setup()
+            bell = book.bell
+            assert bell is not None and bell.leads("B")
+            assert bell.ring("B", 1, [], "test")  # connected, metadata known, appended
+            assert bell.unsettled(1) == ""
+            bell_dir = cluster.partition_dir("B", bell.topic)
+
+            def size() -> int:
+                return sum(f.stat().st_size for f in bell_dir.glob("*.log"))
+
+            before = size()
+            cluster.signal("B", signal.SIGSTOP)
+            try:
+                assert not bell.ring("B", 2, ["A"], "test"), "a paused leader acknowledged"
+                assert bell.rings[-1]["appended"] is False
+                note = bell.unsettled(2)
+                assert note.startswith("harness: doorbell ring 2 (step 2) at B not acknowledged")
+                assert size() == before
+            finally:
+                cluster.signal("B", signal.SIGCONT)
+            # the Produce waited in B's socket: B appends it now, after the ring gave up
+            wait(lambda: size() > before, "the late ring in B's bell log", 10.0)
+            later = bell.unsettled(3)
+            assert "doorbell ring 2 (step 2)" in later and later.startswith("harness: "), later
+            # and the checker reads such a note as the harness's own (missed_window's test)
+            assert HARNESS_NOTE in later
+        finally:
+            book.close()
     finally:
         cluster.close()
         assert jvms_under(tmp_path) == []

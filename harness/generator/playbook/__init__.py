@@ -183,6 +183,7 @@ class Playbook(
             self.next_event = later[0] if later else None
             notes.append(self._apply(k, e) or "")
             notes += [h.describe() for h in self.note_exits(k)]
+        notes.append(self._bell_unsettled(k))
         self._model_step = k
         self._sync_sessions()
         text = ev.describe(cfg.brokers)

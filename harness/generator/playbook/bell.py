@@ -44,7 +44,7 @@ import os
 import time
 from typing import Any
 
-from harness.client.producer import Producer
+from harness.client.producer import Delivery, Producer
 from harness.db import Cluster
 from harness.db.mode.view import MetadataView
 from harness.db.names import bell_topic
@@ -64,6 +64,18 @@ RING_TIMEOUT_MS = 2000
 RING_GRACE = 0.5
 """Seconds past ``RING_TIMEOUT_MS`` a ring waits for its delivery report (the producer
 reports a message it timed out, so the wait ends on a report either way)."""
+
+
+def maybe_appended(d: Delivery) -> bool:
+    """Whether a ring not acknowledged may still be (or have been) appended: no report yet,
+    or the client's own timeout or a broken connection with the request sent (librdkafka's
+    ``_MSG_TIMED_OUT``, ``_TIMED_OUT``, ``_TRANSPORT``: "possibly persisted"). A broker's
+    error answer (``NOT_LEADER_FOR_PARTITION``, ...) says it was not."""
+    if d.status == "pending":
+        return True
+    if d.status == "acked":
+        return False
+    return d.error.startswith("_") and ("TIMED_OUT" in d.error or "TRANSPORT" in d.error)
 
 
 def enabled() -> bool:
@@ -89,6 +101,9 @@ class Doorbell:
         self.rings: list[dict[str, Any]] = []  # run.json ``extra.doorbell``
         self.not_leading = 0  # rings not made: the bell led elsewhere (the timer answered)
         self._producers: dict[str, Producer] = {}
+        # rings whose append the harness could not confirm: (step, leader, ring number,
+        # delivery, producer) until a report says appended, or surely not
+        self._unsettled: list[tuple[int, str, int, Delivery, Producer]] = []
 
     def leads(self, name: str) -> bool:
         """The controller names ``name`` the bell's leader (read now)."""
@@ -132,7 +147,42 @@ class Doorbell:
                 "seconds": round(time.monotonic() - t0, 3),
             }
         )
+        if d.status != "acked" and maybe_appended(d):
+            self._unsettled.append((step, leader, len(self.rings), d, p))
         return d.status == "acked"
+
+    def unsettled(self, step: int) -> str:
+        """A harness note for ``step`` while a ring the leader did not acknowledge in time
+        may still be appended (or was, late); "" when there is none.
+
+        Such a ring is a record the leader can append at any moment after its wait gave up:
+        it then answers every Fetch parked there in whatever step is playing, which no step
+        scripted (the race e845744 closed for acknowledged rings). The harness cannot tell
+        when, so every step from the ring's on says so until a delivery report settles it:
+        appended (said once more, for the step it was seen in) or surely not (a broker's
+        error). A HW that differs from the model's at such a step is then the harness's own
+        miss (:func:`harness.checker.hw.missed_window`), not evidence on the model.
+        """
+        out = []
+        for p in {id(p): p for *_x, p in self._unsettled}.values():
+            p.poll(0)
+        keep = []
+        for k, leader, n, d, p in self._unsettled:
+            if d.status == "acked":
+                out.append(
+                    f"harness: doorbell ring {n} (step {k}) was appended at {leader} after "
+                    f"its wait gave up, by step {step}: it may have answered a Fetch parked "
+                    "after its step"
+                )
+            elif maybe_appended(d):
+                keep.append((k, leader, n, d, p))
+                out.append(
+                    f"harness: doorbell ring {n} (step {k}) at {leader} not acknowledged "
+                    f"({d.error or 'no report'}): if appended, it answers the Fetches parked "
+                    "there when it is"
+                )
+        self._unsettled = keep
+        return "; ".join(out)
 
     def to_json(self) -> dict[str, Any]:
         return {"topic": self.topic, "rings": self.rings, "not_leading": self.not_leading}

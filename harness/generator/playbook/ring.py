@@ -49,6 +49,16 @@ class Ringing(Settling):
         except Exception:  # a ring is best effort; the waits observe what happened
             return False
 
+    def _bell_unsettled(self, k: int) -> str:
+        """The note for step ``k`` while a ring not acknowledged may still land
+        (:meth:`harness.generator.playbook.bell.Doorbell.unsettled`); "" otherwise."""
+        if self.bell is None:
+            return ""
+        try:
+            return self.bell.unsettled(k)
+        except Exception:  # a producer closed under it: nothing more will land from it
+            return ""
+
     def _bell_ringer(self, name: str, lead: str) -> Callable[[], None]:
         """What rings the doorbell (bell.py) while F waits for the parked answer that carries
         the leader's HW: a few rings, ``BELL_FIRST`` s after the wait began and every

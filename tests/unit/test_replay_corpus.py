@@ -8,7 +8,8 @@ read-back of the brokers' segments) concluded:
 
 - ``lost``: ``yes`` / ``no`` / ``possible`` / ``unknown``; ``lost_not``: a value it must not
   be (a paste that cannot show the producer's outcomes never says ``no``);
-- ``lost_acked`` and ``divergent_offsets``: as the run read them back;
+- ``lost_acked`` and ``divergent_offsets``: as the run read them back; ``replicas``: every
+  replica's final log, as the run read it back from the segments;
 - ``patterns``: patterns the verdict must name; ``version``: the version replay must find
   (or guess); ``brokers``: broker names replay must know (peers named by lines included).
 
@@ -74,6 +75,10 @@ def test_corpus_case(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[st
             a["divergent_offsets"] for a in got["alternatives"]
         ]
         assert exp["divergent_offsets"] in readings, why
+    if "replicas" in exp:
+        finals = [got["replicas"]] + [a.get("replicas") or {} for a in got["alternatives"]]
+        readings = [{n: [e["record"] for e in log] for n, log in f.items()} for f in finals]
+        assert exp["replicas"] in readings, why
     for p in exp.get("patterns", []):
         assert p in got["patterns"], why
     if "version" in exp:

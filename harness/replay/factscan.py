@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.replay.parse import BrokerLogs, Fact
+from harness.replay.parse import PARTITION_KINDS, BrokerLogs, Fact
 
 _HEARD = (
     "become_follower",
@@ -127,3 +127,31 @@ def min_insync_from_logs(facts: Sequence[Fact]) -> int | None:
             if m:
                 return int(m.group(1))
     return None
+
+
+_RUNNING = PARTITION_KINDS | {"started", "shutdown_begin", "shutdown_complete", "session_expired"}
+"""Fact kinds a broker logs only while it runs, after its start line (a start-up logs its
+config dump before the start line, its logs' loading after it)."""
+
+
+def running_at_start(facts: list[Fact]) -> set[str]:
+    """The brokers whose input begins mid-life: each logs a partition or lifecycle line
+    before its first start line, so that start line is a restart (a crash, or a stop, in
+    between), not the broker's first start.
+
+    Why: an SRE's logs of a long-running cluster rarely reach back to each broker's first
+    start; a slice that does not (a reused cluster's run, 8 Dec 2026: 0.10.2.1
+    kip101-scenario1, A crashed and restarted mid-slice) read the restart as A's first start
+    and A's lines after its crash as "cut off, not dead", so its log was kept where the
+    restart truncated it: the wrong lost records and final logs.
+    """
+    first_start: dict[str, int] = {}
+    first_running: dict[str, int] = {}
+    for pos, f in enumerate(facts):
+        if not f.broker:
+            continue
+        if f.kind == "start":
+            first_start.setdefault(f.broker, pos)
+        elif f.kind in _RUNNING:
+            first_running.setdefault(f.broker, pos)
+    return {b for b, p in first_start.items() if first_running.get(b, p) < p}

@@ -233,6 +233,8 @@ def play(
             record.file_writes = list(book.file_writes)
             record.reads = list(book.reads)
             record.doorbell = book.bell.to_json() if book.bell is not None else {}
+            if book.bell_declined:
+                record.doorbell = {"declined": book.bell_declined}
             with timing.phase("readback"):
                 record.logs = {n: book.log(n) for n in scenario.brokers}
                 record.epoch_files = {n: _epoch_checkpoint(cluster, n) for n in scenario.brokers}

@@ -65,6 +65,10 @@ from harness.readback.hw import NO_HW, checkpointed_hw
 from reference_model.events import Event
 from reference_model.run import expand
 
+BELL_SETUP = 15.0
+"""Seconds the setup waits for the doorbell led by the test partition's first leader; past
+it the run goes without one (:meth:`Playbook._make_bell`)."""
+
 
 class Playbook(
     ProduceSteps,
@@ -134,15 +138,23 @@ class Playbook(
         bell = Doorbell(self.cluster, self.meta, self.ids)
         mark = self._log_mark(order[0])
         self.cluster.create_topic(TopicSpec(order, 1, self.scenario.unclean, name=bell.topic))
-        wait_until(
-            lambda: (
-                ready(bell.topic)
-                and all(self.cluster.partition_dir(n, bell.topic).is_dir() for n in self.names)
-            ),
-            f"the doorbell {bell.topic} led by {order[0]} on every replica",
-            self.timeout,
-            self._seen,
-        )
+        try:
+            wait_until(
+                lambda: (
+                    ready(bell.topic)
+                    and all(self.cluster.partition_dir(n, bell.topic).is_dir() for n in self.names)
+                ),
+                f"the doorbell {bell.topic} led by {order[0]} on every replica",
+                min(BELL_SETUP, self.timeout),
+                self._seen,
+            )
+        except FenceTimeout as exc:
+            # The bell only shortens waits; a run without it is the run the timer answers.
+            # Seen in CI (8 Dec 2026, 4.0.0 in containers at load ~24): the controller's
+            # queue was too busy to take A's heartbeat, fenced A just after it became the
+            # bell's leader and moved the leadership to B for good (no rebalance here).
+            self.bell_declined = f"{exc}: the run plays without a doorbell"
+            return
         self._fetching(order[0], order[1:], bell.topic, mark)
         self.bell = bell
 

@@ -70,6 +70,7 @@ class PlaybookState:
         self.expiring: set[str] = set()
         self.retired: list[Producer] = []  # earlier producers with reports still to come
         self.bell: Doorbell | None = None  # the run's doorbell, made by the setup (bell.py)
+        self.bell_declined = ""  # why a run that wanted a doorbell plays without one
         # The event the step plays after the current one (``fetch: followers`` is several)
         self.next_event: Event | None = None
         self.producer = self._make_producer()

@@ -97,7 +97,7 @@ def test_corpus_covers_every_form_and_version() -> None:
     cases = [json.loads((CORPUS / n / "case.json").read_text()) for n in CASES]
     forms = {c["form"] for c in cases}
     assert {"folders", "compose-untimed", "kubectl-one-broker", "json-ecs", "wrapped"} <= forms
-    assert {"gzip-rotated", "no-controller", "public-excerpt"} <= forms
+    assert {"gzip-rotated", "no-controller", "public-excerpt", "mid-life"} <= forms
     versions = {c["kafka"] for c in cases}
     assert {"0.10.2.1", "2.1.1", "3.3.1", "3.3.1-kraft", "4.0.0", "4.0.0-elr"} <= versions
     public = [c for c in cases if c["form"] == "public-excerpt"]

@@ -22,7 +22,7 @@ import pytest
 from harness.checker.hw import HARNESS_NOTE
 from harness.db import BrokerUnavailable
 from harness.db.catalogue.dists import find_tree
-from harness.db.catalogue.versions import resolve_version
+from harness.db.catalogue.versions import KafkaVersion, resolve_version
 from harness.db.runtime.local import LocalCluster
 from harness.db.runtime.process import jvms_under
 from harness.generator.playbook import Playbook
@@ -34,6 +34,16 @@ from reference_model.run import run_scenario
 pytestmark = pytest.mark.broker
 
 TIMER_MS = 30_000  # the leader parks a Fetch this long: only a ring answers it sooner
+
+
+def required(version: str) -> KafkaVersion:
+    """``version``'s entry; the test skips, saying why, when its release tree is missing."""
+    v = resolve_version(version)
+    try:
+        find_tree(v)
+    except BrokerUnavailable as exc:
+        pytest.skip(str(exc))
+    return v
 
 
 def wait(check: Callable[[], object], what: str, timeout: float) -> float:
@@ -50,11 +60,7 @@ def test_a_ring_answers_the_fetch_a_paused_follower_left_parked(
     version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("HWCHAOS_DOORBELL", raising=False)
-    v = resolve_version(version)
-    try:
-        find_tree(v)
-    except BrokerUnavailable as exc:
-        pytest.skip(str(exc))
+    v = required(version)
     scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")  # B leads, A follows
     cluster = LocalCluster(v, ["A", "B"], tmp_path / "c")
     for spec in cluster.brokers.values():
@@ -107,11 +113,7 @@ def test_a_ring_the_leader_did_not_acknowledge_is_noted_until_settled(
     playing then. Every step from that ring on says so (a harness note), so a HW that
     differs there is read as the harness's miss, not as evidence on the model."""
     monkeypatch.delenv("HWCHAOS_DOORBELL", raising=False)
-    v = resolve_version("0.10.2.1")
-    try:
-        find_tree(v)
-    except BrokerUnavailable as exc:
-        pytest.skip(str(exc))
+    v = required("0.10.2.1")
     scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")  # B leads, A follows
     cluster = LocalCluster(v, ["A", "B"], tmp_path / "c")
     try:
@@ -164,11 +166,7 @@ def test_a_doorbell_not_led_in_time_is_declined_and_the_run_plays_without_it(
 
     monkeypatch.delenv("HWCHAOS_DOORBELL", raising=False)
     monkeypatch.setattr(playbook, "BELL_SETUP", 0.0)
-    v = resolve_version("0.10.2.1")
-    try:
-        find_tree(v)
-    except BrokerUnavailable as exc:
-        pytest.skip(str(exc))
+    v = required("0.10.2.1")
     scenario = load_scenario(SCENARIO_DIR / "kip101-scenario1.yaml")
     t = trial(scenario, v, "local", tmp_path / "run", "declined", lambda _m: None)
     assert t.info.verdict == "match", t.info.extra.get("failure")

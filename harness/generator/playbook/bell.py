@@ -102,8 +102,8 @@ class Doorbell:
         self.not_leading = 0  # rings not made: the bell led elsewhere (the timer answered)
         self._producers: dict[str, Producer] = {}
         # rings whose append the harness could not confirm: (step, leader, ring number,
-        # delivery, producer) until a report says appended, or surely not
-        self._unsettled: list[tuple[int, str, int, Delivery, Producer]] = []
+        # delivery) until a report says appended, or surely not
+        self._unsettled: list[tuple[int, str, int, Delivery]] = []
 
     def leads(self, name: str) -> bool:
         """The controller names ``name`` the bell's leader (read now)."""
@@ -148,7 +148,7 @@ class Doorbell:
             }
         )
         if d.status != "acked" and maybe_appended(d):
-            self._unsettled.append((step, leader, len(self.rings), d, p))
+            self._unsettled.append((step, leader, len(self.rings), d))
         return d.status == "acked"
 
     def unsettled(self, step: int) -> str:
@@ -163,11 +163,12 @@ class Doorbell:
         error). A HW that differs from the model's at such a step is then the harness's own
         miss (:func:`harness.checker.hw.missed_window`), not evidence on the model.
         """
-        out = []
-        for p in {id(p): p for *_x, p in self._unsettled}.values():
-            p.poll(0)
-        keep = []
-        for k, leader, n, d, p in self._unsettled:
+        if not self._unsettled:
+            return ""
+        for leader in {x[1] for x in self._unsettled}:
+            self._producers[leader].poll(0)  # the reports that came meanwhile
+        out, keep = [], []
+        for k, leader, n, d in self._unsettled:
             if d.status == "acked":
                 out.append(
                     f"harness: doorbell ring {n} (step {k}) was appended at {leader} after "
@@ -175,7 +176,7 @@ class Doorbell:
                     "after its step"
                 )
             elif maybe_appended(d):
-                keep.append((k, leader, n, d, p))
+                keep.append((k, leader, n, d))
                 out.append(
                     f"harness: doorbell ring {n} (step {k}) at {leader} not acknowledged "
                     f"({d.error or 'no report'}): if appended, it answers the Fetches parked "
